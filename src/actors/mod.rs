@@ -1,0 +1,108 @@
+//! The actors: writers, workers and receivers, each a step machine over its
+//! own connection.
+//!
+//! An actor's `step` performs at most one store operation (one statement or
+//! one transaction boundary) and says when it wants to run next (`Next`).
+//! Between two steps the simulator may run any other actor, or kill this one
+//! at a named kill point (`Ctx::kill_point`). Actors hold no state the
+//! database does not: a killed actor is rebuilt from nothing.
+//!
+//! The actors are the harness's model of the application around the store
+//! (the workflow engine's loops); the store and receiver they drive are the
+//! code under test.
+
+mod id;
+pub mod receiver;
+pub mod worker;
+pub mod writer;
+
+pub use id::{ActorId, Role};
+
+use crate::sim::Ctx;
+use crate::sim::net::Message;
+use crate::store::{self, System};
+
+/// When the actor wants its next step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Soon: after one step's duration.
+    Continue,
+    /// After this many ticks (polling for work).
+    Sleep(u64),
+    /// When a message arrives, or at the deadline tick if there is one.
+    Wait { deadline: Option<u64> },
+    /// The step met a lock: retry it after a backoff that grows with each
+    /// busy answer in a row, as SQLite's own busy handler does, in ticks.
+    Busy,
+    /// The simulator fired this kill point: the actor dies now.
+    Killed(crate::sim::faults::KillPoint),
+    /// An unexpected store error: the actor dies as a process would on an
+    /// unhandled error, and restarts like after a kill.
+    Crash,
+}
+
+/// One live actor.
+pub enum Actor {
+    Writer(writer::Writer),
+    Worker(worker::Worker),
+    Receiver(receiver::ReceiverActor),
+}
+
+impl Actor {
+    /// Opens the actor's connection: a fresh life with empty memory.
+    pub fn open(role: Role, system: &mut dyn System) -> store::Result<Actor> {
+        Ok(match role {
+            Role::Writer => Actor::Writer(writer::Writer::new(system.open_store()?)),
+            Role::Worker => Actor::Worker(worker::Worker::new(system.open_store()?)),
+            Role::Receiver => Actor::Receiver(receiver::ReceiverActor::new(system.open_receiver()?)),
+            Role::Prober | Role::Sim => unreachable!("{role:?} is not an actor with a connection"),
+        })
+    }
+
+    pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        match self {
+            Actor::Writer(writer) => writer.step(ctx),
+            Actor::Worker(worker) => worker.step(ctx),
+            Actor::Receiver(receiver) => receiver.step(ctx),
+        }
+    }
+
+    /// Hands the actor a message that arrived for it.
+    pub fn deliver(&mut self, message: Message) {
+        match self {
+            Actor::Writer(writer) => writer.deliver(message),
+            Actor::Worker(worker) => worker.deliver(message),
+            Actor::Receiver(receiver) => receiver.deliver(message),
+        }
+    }
+
+    /// True if the actor holds no work in progress (no transaction, no
+    /// batch, no queued request).
+    pub fn is_idle(&self) -> bool {
+        match self {
+            Actor::Writer(writer) => writer.is_idle(),
+            Actor::Worker(worker) => worker.is_idle(),
+            Actor::Receiver(receiver) => receiver.is_idle(),
+        }
+    }
+}
+
+/// The one error policy of every actor: `Busy` retries the same step later
+/// (a lock is a scheduling outcome, never a sleep); any other failure is
+/// recorded and crashes the actor, which recovers from the database alone.
+pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Result<T>) -> Result<T, Next> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(store::StoreError::Busy) => {
+            ctx.record(crate::trace::Op::Busy { step: step.to_string() });
+            Err(Next::Busy)
+        }
+        Err(error) => {
+            ctx.record(crate::trace::Op::Failed {
+                step: step.to_string(),
+                error: error.to_string(),
+            });
+            Err(Next::Crash)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The receiver actor: serves requests one at a time on its own connection
+//! to the receiver's database, through the `Receiver` under test.
+//!
+//! Handling a request takes several steps (`begin`, `lookup`, `apply`,
+//! `commit`), so two receivers (or two deliveries of one command) really
+//! contend for the same key. The reply is sent only after the commit.
+
+use std::collections::VecDeque;
+
+use super::{Next, retry_or_crash};
+use crate::sim::Ctx;
+use crate::sim::faults::KillPoint;
+use crate::sim::net::{Address, Message};
+use crate::store::{Lookup, Outcome, Receiver, Request};
+use crate::trace::Op;
+
+pub struct ReceiverActor {
+    receiver: Box<dyn Receiver>,
+    inbox: VecDeque<(Request, Address)>,
+    current: Option<Handling>,
+}
+
+struct Handling {
+    request: Request,
+    reply_to: Address,
+    stage: Stage,
+}
+
+enum Stage {
+    Begin,
+    Lookup,
+    Apply,
+    Commit {
+        result: String,
+    },
+    /// A repeat or a conflict: end the transaction, then answer.
+    Finish {
+        outcome: Outcome,
+    },
+}
+
+impl ReceiverActor {
+    pub fn new(receiver: Box<dyn Receiver>) -> ReceiverActor {
+        ReceiverActor {
+            receiver,
+            inbox: VecDeque::new(),
+            current: None,
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.current.is_none() && self.inbox.is_empty()
+    }
+
+    pub fn deliver(&mut self, message: Message) {
+        if let Message::Request { request, reply_to } = message {
+            self.inbox.push_back((request, reply_to));
+        }
+    }
+
+    pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        if self.current.is_none() {
+            let Some((request, reply_to)) = self.inbox.pop_front() else {
+                return Next::Wait { deadline: None };
+            };
+            ctx.record(Op::Receive {
+                key: request.key.clone(),
+                from: reply_to.actor,
+            });
+            self.current = Some(Handling {
+                request,
+                reply_to,
+                stage: Stage::Begin,
+            });
+        }
+        let handling = self.current.as_mut().expect("set above");
+        match advance(ctx, &mut *self.receiver, handling) {
+            Ok(Some(outcome)) => {
+                let handling = self.current.take().expect("in progress");
+                let key = handling.request.key;
+                ctx.record(Op::Respond {
+                    key: key.clone(),
+                    to: handling.reply_to.actor,
+                    outcome: outcome.clone(),
+                });
+                ctx.send(handling.reply_to, Message::Reply { key, outcome });
+                Next::Continue
+            }
+            Ok(None) => Next::Continue,
+            Err(next) => next,
+        }
+    }
+}
+
+/// Runs the current stage; `Ok(Some(outcome))` when the request is answered.
+fn advance(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, handling: &mut Handling) -> Result<Option<Outcome>, Next> {
+    let request = &handling.request;
+    match &handling.stage {
+        Stage::Begin => {
+            retry_or_crash(ctx, "begin", receiver.begin())?;
+            ctx.record(Op::Begin);
+            handling.stage = Stage::Lookup;
+        }
+        Stage::Lookup => {
+            let found = retry_or_crash(ctx, "lookup", receiver.lookup(request))?;
+            ctx.record(Op::Lookup {
+                key: request.key.clone(),
+                found: found.clone(),
+            });
+            handling.stage = match found {
+                Lookup::New => Stage::Apply,
+                Lookup::Seen { result } => Stage::Finish {
+                    outcome: Outcome::Duplicate { result },
+                },
+                Lookup::Conflict => Stage::Finish {
+                    outcome: Outcome::Conflict,
+                },
+            };
+        }
+        Stage::Apply => {
+            let applied = retry_or_crash(ctx, "apply", receiver.apply(request))?;
+            ctx.record(Op::Apply {
+                key: request.key.clone(),
+                effect_id: applied.effect_id,
+                result: applied.result.clone(),
+            });
+            handling.stage = Stage::Commit { result: applied.result };
+        }
+        Stage::Commit { result } => {
+            if ctx.kill_point(KillPoint::ReceiverBeforeEffectCommit) {
+                return Err(Next::Killed(KillPoint::ReceiverBeforeEffectCommit));
+            }
+            retry_or_crash(ctx, "commit", receiver.commit())?;
+            ctx.record(Op::Commit { appended: Vec::new() });
+            if ctx.kill_point(KillPoint::ReceiverAfterEffectCommit) {
+                return Err(Next::Killed(KillPoint::ReceiverAfterEffectCommit));
+            }
+            return Ok(Some(Outcome::Applied { result: result.clone() }));
+        }
+        Stage::Finish { outcome } => {
+            retry_or_crash(ctx, "rollback", receiver.rollback())?;
+            ctx.record(Op::Rollback);
+            return Ok(Some(outcome.clone()));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,237 @@
+//! The worker: delivers the outbox at least once.
+//!
+//! It reads a batch of pending rows, and for each one sends the command to a
+//! receiver with its `command_id` as the idempotency key, waits for a reply,
+//! and marks the row done with the confirmed result. A timeout means
+//! "outcome unknown": it sends again with the same key, never marking done on
+//! a guess. Workers compete for the same rows (there are no leases yet), so a
+//! command is often delivered by several of them: the receiver folds those.
+
+use std::collections::VecDeque;
+
+use super::{Next, Role, retry_or_crash};
+use crate::actors::ActorId;
+use crate::model::OutboxRow;
+use crate::sim::Ctx;
+use crate::sim::faults::KillPoint;
+use crate::sim::net::{Address, Message};
+use crate::store::{Outcome, Request, Store};
+use crate::trace::Op;
+
+pub struct Worker {
+    store: Box<dyn Store>,
+    state: State,
+    /// Replies received and not yet looked at, as (key, outcome).
+    replies: Vec<(String, Outcome)>,
+}
+
+enum State {
+    Idle,
+    Working {
+        batch: VecDeque<OutboxRow>,
+        current: Option<Box<Delivery>>,
+    },
+}
+
+struct Delivery {
+    row: OutboxRow,
+    key: String,
+    attempt: u32,
+    stage: Stage,
+}
+
+enum Stage {
+    Send,
+    Await { deadline: u64 },
+    MarkDone { result: String },
+}
+
+impl Worker {
+    pub fn new(store: Box<dyn Store>) -> Worker {
+        Worker {
+            store,
+            state: State::Idle,
+            replies: Vec::new(),
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    /// Replies are kept for the delivery waiting on them; a nudge needs no
+    /// keeping: arriving wakes an idle worker, which then reads pending rows.
+    pub fn deliver(&mut self, message: Message) {
+        if let Message::Reply { key, outcome } = message {
+            self.replies.push((key, outcome));
+        }
+    }
+
+    pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        match &mut self.state {
+            State::Idle => self.read_pending(ctx).unwrap_or_else(|next| next),
+            State::Working { batch, current } => {
+                if current.is_none() {
+                    let Some(row) = batch.pop_front() else {
+                        self.state = State::Idle;
+                        return Next::Continue;
+                    };
+                    *current = Some(Box::new(Delivery {
+                        key: row.command_id.clone(),
+                        row,
+                        attempt: 1,
+                        stage: Stage::Send,
+                    }));
+                }
+                let delivery = current.as_mut().expect("set above");
+                let (next, finished) = deliver_step(ctx, &mut *self.store, &mut self.replies, delivery);
+                if finished {
+                    *current = None;
+                }
+                next
+            }
+        }
+    }
+
+    fn read_pending(&mut self, ctx: &mut Ctx<'_>) -> Result<Next, Next> {
+        let rows = retry_or_crash(ctx, "pending", self.store.pending(ctx.world.pending_batch))?;
+        ctx.record(Op::Pending {
+            command_ids: rows.iter().map(|row| row.command_id.clone()).collect(),
+        });
+        if ctx.kill_point(KillPoint::WorkerAfterReadPending) {
+            return Err(Next::Killed(KillPoint::WorkerAfterReadPending));
+        }
+        if rows.is_empty() {
+            // A writer's nudge wakes the worker early; else it polls again.
+            return Ok(Next::Wait {
+                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+            });
+        }
+        let mut rows: Vec<OutboxRow> = rows;
+        // Shuffled so that competing workers do not march in lockstep.
+        ctx.prng.shuffle(&mut rows);
+        self.state = State::Working {
+            batch: rows.into(),
+            current: None,
+        };
+        Ok(Next::Continue)
+    }
+}
+
+/// One step of one delivery; returns the next wake-up and whether the
+/// delivery is over.
+fn deliver_step(
+    ctx: &mut Ctx<'_>,
+    store: &mut dyn Store,
+    replies: &mut Vec<(String, Outcome)>,
+    delivery: &mut Delivery,
+) -> (Next, bool) {
+    match &delivery.stage {
+        Stage::Send => {
+            if ctx.kill_point(KillPoint::WorkerBeforeDeliver) {
+                return (Next::Killed(KillPoint::WorkerBeforeDeliver), false);
+            }
+            let index = ctx.prng.below(u64::from(ctx.world.receivers_count)) as u32;
+            let to = ActorId::new(Role::Receiver, index);
+            let request = Request {
+                key: delivery.key.clone(),
+                kind: delivery.row.kind.clone(),
+                payload: delivery.row.payload.clone(),
+                attempt: delivery.attempt,
+                sent_tick: ctx.now,
+            };
+            ctx.record(Op::Send {
+                command_id: delivery.row.command_id.clone(),
+                key: delivery.key.clone(),
+                to,
+                attempt: delivery.attempt,
+            });
+            let reply_to = ctx.reply_address();
+            ctx.send(
+                Address {
+                    actor: to,
+                    incarnation: None,
+                },
+                Message::Request { request, reply_to },
+            );
+            let deadline = ctx.now + ctx.world.timing.reply_timeout_ticks;
+            delivery.stage = Stage::Await { deadline };
+            (
+                Next::Wait {
+                    deadline: Some(deadline),
+                },
+                false,
+            )
+        }
+        Stage::Await { deadline } => {
+            let deadline = *deadline;
+            // Replies to earlier keys (late answers to finished deliveries) are dropped.
+            let found = replies.iter().position(|(key, _)| *key == delivery.key);
+            let reply = found.map(|index| replies.swap_remove(index));
+            replies.clear();
+            let Some((key, outcome)) = reply else {
+                if ctx.now < deadline {
+                    return (
+                        Next::Wait {
+                            deadline: Some(deadline),
+                        },
+                        false,
+                    );
+                }
+                ctx.record(Op::Timeout {
+                    key: delivery.key.clone(),
+                    attempt: delivery.attempt,
+                });
+                delivery.attempt += 1;
+                delivery.stage = Stage::Send;
+                return (Next::Continue, false);
+            };
+            ctx.record(Op::Reply {
+                key,
+                outcome: outcome.clone(),
+            });
+            if ctx.kill_point(KillPoint::WorkerAfterDeliver) {
+                return (Next::Killed(KillPoint::WorkerAfterDeliver), false);
+            }
+            match outcome.result() {
+                Some(result) => {
+                    delivery.stage = Stage::MarkDone {
+                        result: result.to_string(),
+                    };
+                    (Next::Continue, false)
+                }
+                None => {
+                    // A conflict on our own key means someone else used it for
+                    // another operation: never mark done on that. The row stays
+                    // pending and the run will not settle (reported).
+                    ctx.record(Op::Failed {
+                        step: "deliver".to_string(),
+                        error: format!("receiver reported a key conflict for {}", delivery.key),
+                    });
+                    (Next::Continue, true)
+                }
+            }
+        }
+        Stage::MarkDone { result } => {
+            if ctx.kill_point(KillPoint::WorkerBeforeMarkDone) {
+                return (Next::Killed(KillPoint::WorkerBeforeMarkDone), false);
+            }
+            let marked = store.mark_done(&delivery.row.command_id, result);
+            let changed = match retry_or_crash(ctx, "mark_done", marked) {
+                Ok(changed) => changed,
+                Err(next) => return (next, false),
+            };
+            ctx.record(Op::MarkDone {
+                command_id: delivery.row.command_id.clone(),
+                changed,
+            });
+            if ctx.kill_point(KillPoint::WorkerAfterMarkDone) {
+                return (Next::Killed(KillPoint::WorkerAfterMarkDone), false);
+            }
+            if changed {
+                ctx.nudge(Role::Writer, &delivery.row.workflow_id);
+            }
+            (Next::Continue, true)
+        }
+    }
+}

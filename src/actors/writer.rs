@@ -1,0 +1,339 @@
+//! The writer: the workflow engine's decision loop.
+//!
+//! 1. `heads`: find workflows that can take a step (requested but not
+//!    started, or whose awaited command is done) and pick one at random;
+//! 2. `load` + replay: rebuild its state and `last_seq`;
+//! 3. `commands` of the head event: is the awaited result there?
+//! 4. decide the next event, then `begin`, `insert_event` at
+//!    `expected_seq = last_seq`, `insert_command` for each command, `commit`.
+//!
+//! A stale writer (`Conflict`) rolls back, reloads and decides again: it
+//! never renumbers its event. Several writers pick the same workflow on
+//! purpose: that is where optimistic concurrency is tested.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use super::{Next, Role, retry_or_crash};
+use crate::model::{Command, Event};
+use crate::sim::Ctx;
+use crate::sim::faults::KillPoint;
+use crate::sim::net::Message;
+use crate::store::{Store, StoreError};
+use crate::trace::{Appended, Op};
+use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
+use crate::workflow::{Replayed, decide, replay};
+
+pub struct Writer {
+    store: Box<dyn Store>,
+    state: State,
+    /// Workflows workers said may be ready (in memory only, lost on a kill).
+    hints: VecDeque<String>,
+}
+
+enum State {
+    Idle,
+    Load { workflow_id: String },
+    Awaiting { workflow_id: String, replayed: Replayed },
+    Append(Append),
+}
+
+/// An append in progress: the decision and how far its transaction got.
+struct Append {
+    workflow_id: String,
+    expected_seq: u64,
+    event: Event,
+    commands: Vec<Command>,
+    /// The state decided from, recorded for the replay checker (I6).
+    state: String,
+    stage: Stage,
+    seq: u64,
+    command_ids: Vec<String>,
+}
+
+#[derive(Clone, Copy)]
+enum Stage {
+    Begin,
+    InsertEvent,
+    InsertCommand(usize),
+    Commit,
+    /// Roll back after a conflict, then reload and decide again.
+    Rollback,
+}
+
+impl Writer {
+    pub fn new(store: Box<dyn Store>) -> Writer {
+        Writer {
+            store,
+            state: State::Idle,
+            hints: VecDeque::new(),
+        }
+    }
+
+    pub fn deliver(&mut self, message: Message) {
+        if let Message::Nudge { workflow_id } = message
+            && !self.hints.contains(&workflow_id)
+        {
+            self.hints.push_back(workflow_id);
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        let state = std::mem::replace(&mut self.state, State::Idle);
+        let result = match state {
+            State::Idle => self.find_work(ctx),
+            State::Load { workflow_id } => self.load(ctx, workflow_id),
+            State::Awaiting { workflow_id, replayed } => self.check_result(ctx, workflow_id, replayed),
+            State::Append(append) => self.append_step(ctx, append),
+        };
+        result.unwrap_or_else(|next| next)
+    }
+
+    fn find_work(&mut self, ctx: &mut Ctx<'_>) -> Result<Next, Next> {
+        if let Some(workflow_id) = self.hints.pop_front() {
+            return self.load(ctx, workflow_id);
+        }
+        let heads = retry_or_crash(ctx, "heads", self.store.heads())?;
+        let started: BTreeSet<&str> = heads.iter().map(|head| head.workflow_id.as_str()).collect();
+        let mut candidates: Vec<&str> = ctx
+            .world
+            .trips
+            .iter()
+            .map(|trip| trip.trip_id.as_str())
+            .filter(|id| !started.contains(id))
+            .collect();
+        candidates.extend(
+            heads
+                .iter()
+                .filter(|head| !is_terminal_kind(&head.kind) && head.commands_done > 0)
+                .map(|head| head.workflow_id.as_str()),
+        );
+        candidates.sort_unstable();
+        ctx.record(Op::Heads {
+            candidates: candidates.len(),
+        });
+        Ok(match ctx.prng.pick(&candidates) {
+            // Nothing to do: a nudge wakes the writer early, else it polls again.
+            None => Next::Wait {
+                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+            },
+            Some(id) => {
+                self.state = State::Load {
+                    workflow_id: id.to_string(),
+                };
+                Next::Continue
+            }
+        })
+    }
+
+    fn load(&mut self, ctx: &mut Ctx<'_>, workflow_id: String) -> Result<Next, Next> {
+        let loaded = self.store.load(&workflow_id);
+        let events = retry_or_crash(ctx, "load", loaded).inspect_err(|_| {
+            self.state = State::Load {
+                workflow_id: workflow_id.clone(),
+            }
+        })?;
+        let replayed = match replay(&workflow_id, &events) {
+            Ok(replayed) => replayed,
+            Err(error) => {
+                // A history that does not fold was written by a stale or
+                // broken writer; the checkers report it. Nothing to decide.
+                ctx.record(Op::Failed {
+                    step: "replay".to_string(),
+                    error: error.to_string(),
+                });
+                return Ok(Next::Continue);
+            }
+        };
+        ctx.record(Op::Load {
+            workflow_id: workflow_id.clone(),
+            last_seq: replayed.last_seq,
+            phase: replayed.trip.phase_name().to_string(),
+        });
+        if replayed.last_seq == 0 {
+            let city = ctx
+                .world
+                .trips
+                .iter()
+                .find(|trip| trip.trip_id == workflow_id)
+                .map(|trip| trip.city.clone());
+            return Ok(match city {
+                Some(city) => self.decide(ctx, workflow_id, &replayed, request(&city)),
+                None => Next::Continue,
+            });
+        }
+        if !replayed.trip.is_terminal() {
+            self.state = State::Awaiting { workflow_id, replayed };
+        }
+        Ok(Next::Continue)
+    }
+
+    fn check_result(&mut self, ctx: &mut Ctx<'_>, workflow_id: String, replayed: Replayed) -> Result<Next, Next> {
+        let found = self.store.commands(&workflow_id, replayed.last_seq);
+        let commands = match retry_or_crash(ctx, "commands", found) {
+            Ok(commands) => commands,
+            Err(next) => {
+                self.state = State::Awaiting { workflow_id, replayed };
+                return Err(next);
+            }
+        };
+        // A forward step's event emits exactly one command: the one awaited.
+        let Some(awaited) = commands.first() else {
+            ctx.record(Op::Failed {
+                step: "commands".to_string(),
+                error: format!("{workflow_id} seq {} has no command in the outbox", replayed.last_seq),
+            });
+            return Ok(Next::Continue);
+        };
+        ctx.record(Op::Awaiting {
+            command_id: awaited.command_id.clone(),
+            done: awaited.done,
+        });
+        let Some(result) = awaited.result.as_deref().filter(|_| awaited.done) else {
+            return Ok(Next::Continue);
+        };
+        Ok(match event_for_result(&replayed.trip, result) {
+            Ok(event) => self.decide(ctx, workflow_id, &replayed, event),
+            Err(error) => {
+                ctx.record(Op::Failed {
+                    step: "result".to_string(),
+                    error: error.to_string(),
+                });
+                Next::Continue
+            }
+        })
+    }
+
+    fn decide(&mut self, ctx: &mut Ctx<'_>, workflow_id: String, replayed: &Replayed, event: Event) -> Next {
+        let commands = match decide(&replayed.trip, &event) {
+            Ok((_, commands)) => commands,
+            Err(error) => {
+                ctx.record(Op::Failed {
+                    step: "decide".to_string(),
+                    error: error.to_string(),
+                });
+                return Next::Continue;
+            }
+        };
+        let state = replayed.trip.digest();
+        ctx.record(Op::Decide {
+            workflow_id: workflow_id.clone(),
+            expected_seq: replayed.last_seq,
+            kind: event.kind.clone(),
+            state: state.clone(),
+        });
+        self.state = State::Append(Append {
+            workflow_id,
+            expected_seq: replayed.last_seq,
+            event,
+            commands,
+            state,
+            stage: Stage::Begin,
+            seq: 0,
+            command_ids: Vec::new(),
+        });
+        Next::Continue
+    }
+
+    /// One step of the append's transaction. Unless the append is over, it
+    /// stays as it is, so a busy step is retried where it stopped.
+    fn append_step(&mut self, ctx: &mut Ctx<'_>, mut append: Append) -> Result<Next, Next> {
+        match self.advance(ctx, &mut append) {
+            // The append is over (committed, or rolled back for a reload).
+            Ok(None) => Ok(Next::Continue),
+            Ok(Some(next)) | Err(next) => {
+                self.state = State::Append(append);
+                Ok(next)
+            }
+        }
+    }
+
+    /// Runs the append's current stage; `Ok(None)` when the append is over.
+    fn advance(&mut self, ctx: &mut Ctx<'_>, append: &mut Append) -> Result<Option<Next>, Next> {
+        match append.stage {
+            Stage::Begin => {
+                retry_or_crash(ctx, "begin", self.store.begin())?;
+                ctx.record(Op::Begin);
+                append.stage = Stage::InsertEvent;
+            }
+            Stage::InsertEvent => {
+                let inserted = self.store.insert_event(
+                    &append.workflow_id,
+                    append.expected_seq,
+                    &append.event.kind,
+                    &append.event.payload,
+                );
+                if let Err(StoreError::Conflict { .. }) = inserted {
+                    ctx.record(Op::Conflict {
+                        workflow_id: append.workflow_id.clone(),
+                        expected_seq: append.expected_seq,
+                    });
+                    append.stage = Stage::Rollback;
+                    return Ok(Some(Next::Continue));
+                }
+                append.seq = retry_or_crash(ctx, "insert_event", inserted)?;
+                ctx.record(Op::InsertEvent {
+                    workflow_id: append.workflow_id.clone(),
+                    expected_seq: append.expected_seq,
+                    seq: append.seq,
+                });
+                append.stage = if append.commands.is_empty() {
+                    Stage::Commit
+                } else {
+                    Stage::InsertCommand(0)
+                };
+            }
+            Stage::InsertCommand(index) => {
+                let command = &append.commands[index];
+                let inserted = self
+                    .store
+                    .insert_command(&append.workflow_id, append.seq, index, command);
+                let command_id = retry_or_crash(ctx, "insert_command", inserted)?;
+                ctx.record(Op::InsertCommand {
+                    command_id: command_id.clone(),
+                });
+                append.command_ids.push(command_id);
+                append.stage = if index + 1 < append.commands.len() {
+                    Stage::InsertCommand(index + 1)
+                } else {
+                    Stage::Commit
+                };
+            }
+            Stage::Commit => {
+                if ctx.kill_point(KillPoint::WriterBeforeCommit) {
+                    return Err(Next::Killed(KillPoint::WriterBeforeCommit));
+                }
+                retry_or_crash(ctx, "commit", self.store.commit())?;
+                ctx.record(Op::Commit {
+                    appended: vec![Appended {
+                        workflow_id: append.workflow_id.clone(),
+                        expected_seq: append.expected_seq,
+                        seq: append.seq,
+                        kind: append.event.kind.clone(),
+                        state: append.state.clone(),
+                        command_ids: append.command_ids.clone(),
+                    }],
+                });
+                if ctx.kill_point(KillPoint::WriterAfterCommit) {
+                    return Err(Next::Killed(KillPoint::WriterAfterCommit));
+                }
+                if !append.commands.is_empty() {
+                    ctx.nudge(Role::Worker, &append.workflow_id);
+                }
+                return Ok(None);
+            }
+            Stage::Rollback => {
+                retry_or_crash(ctx, "rollback", self.store.rollback())?;
+                ctx.record(Op::Rollback);
+                self.state = State::Load {
+                    workflow_id: append.workflow_id.clone(),
+                };
+                return Ok(None);
+            }
+        }
+        Ok(Some(Next::Continue))
+    }
+}

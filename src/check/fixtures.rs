@@ -1,0 +1,181 @@
+//! A hand-built, correct run for the checkers' tests: two trips, one booked
+//! and one whose hotel failed (so compensation ran), with the database
+//! snapshot and the trace a clean implementation would leave. Each test
+//! breaks one thing and expects exactly the invariant that covers it.
+
+use std::collections::BTreeSet;
+
+use super::snapshot::{Dedup, Effect, Snapshot};
+use super::{Input, Invariant, Violation, check};
+use crate::actors::{ActorId, Role};
+use crate::model::{OutboxRow, StoredEvent, command_id};
+use crate::ratio::Ratio;
+use crate::sim::TripRequest;
+use crate::store::Outcome;
+use crate::store::service::{core_digest, perform};
+use crate::trace::{Appended, Op, TraceEvent};
+use crate::workflow::trip::{event_for_result, request};
+use crate::workflow::{Trip, decide};
+
+pub struct Fixture {
+    pub snapshot: Snapshot,
+    pub events: Vec<TraceEvent>,
+    pub trips: Vec<TripRequest>,
+    pub settled: bool,
+}
+
+fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
+    *tick += 1;
+    TraceEvent { tick: *tick, actor, op }
+}
+
+pub fn clean() -> Fixture {
+    let writer = ActorId::new(Role::Writer, 0);
+    let worker = ActorId::new(Role::Worker, 0);
+    let receiver = ActorId::new(Role::Receiver, 0);
+    let mut snapshot = Snapshot {
+        store_integrity: "ok".into(),
+        receiver_integrity: "ok".into(),
+        ..Snapshot::default()
+    };
+    let mut events = Vec::new();
+    let mut tick = 0;
+    let trips = vec![
+        TripRequest {
+            trip_id: "trip-000".into(),
+            city: "Oslo".into(),
+        },
+        TripRequest {
+            trip_id: "trip-001".into(),
+            city: "Lima".into(),
+        },
+    ];
+    for (trip_request, failure) in trips.iter().zip([Ratio::ZERO, Ratio::ONE]) {
+        let workflow_id = trip_request.trip_id.as_str();
+        let mut trip = Trip::new(workflow_id);
+        let mut next_event = Some(request(&trip_request.city));
+        let mut seq = 0;
+        while let Some(event) = next_event.take() {
+            let (after, commands) = decide(&trip, &event).unwrap();
+            seq += 1;
+            snapshot.events.push(StoredEvent {
+                workflow_id: workflow_id.into(),
+                seq,
+                kind: event.kind.clone(),
+                payload: event.payload.clone(),
+            });
+            let ids: Vec<String> = (0..commands.len()).map(|i| command_id(workflow_id, seq, i)).collect();
+            events.push(at(
+                &mut tick,
+                writer,
+                Op::Commit {
+                    appended: vec![Appended {
+                        workflow_id: workflow_id.into(),
+                        expected_seq: seq - 1,
+                        seq,
+                        kind: event.kind.clone(),
+                        state: trip.digest(),
+                        command_ids: ids.clone(),
+                    }],
+                },
+            ));
+            let mut first_result = None;
+            for (command, id) in commands.iter().zip(&ids) {
+                let effect_id = snapshot.effects.len() as i64 + 1;
+                let result = perform(&command.kind, &command.payload, effect_id, failure).unwrap();
+                events.push(at(
+                    &mut tick,
+                    worker,
+                    Op::Send {
+                        command_id: id.clone(),
+                        key: id.clone(),
+                        to: receiver,
+                        attempt: 1,
+                    },
+                ));
+                events.push(at(
+                    &mut tick,
+                    receiver,
+                    Op::Apply {
+                        key: id.clone(),
+                        effect_id,
+                        result: result.clone(),
+                    },
+                ));
+                snapshot.effects.push(Effect {
+                    effect_id,
+                    key: id.clone(),
+                    kind: command.kind.clone(),
+                    payload: command.payload.clone(),
+                    result: result.clone(),
+                });
+                snapshot.dedup.push(Dedup {
+                    key: id.clone(),
+                    digest: core_digest(&command.kind, &command.payload),
+                    result: result.clone(),
+                    effect_id,
+                });
+                snapshot.outbox.push(OutboxRow {
+                    command_id: id.clone(),
+                    workflow_id: workflow_id.into(),
+                    event_seq: seq,
+                    kind: command.kind.clone(),
+                    payload: command.payload.clone(),
+                    done: true,
+                    result: Some(result.clone()),
+                });
+                first_result.get_or_insert(result);
+            }
+            if after.awaiting().is_some() {
+                next_event = Some(event_for_result(&after, &first_result.unwrap()).unwrap());
+            }
+            trip = after;
+        }
+    }
+    Fixture {
+        snapshot,
+        events,
+        trips,
+        settled: true,
+    }
+}
+
+impl Fixture {
+    pub fn violations(&self) -> Vec<Violation> {
+        check(&Input {
+            events: &self.events,
+            snapshot: &self.snapshot,
+            trips: &self.trips,
+            settled: self.settled,
+            ticks_max: 1_000,
+        })
+    }
+
+    pub fn invariants(&self) -> BTreeSet<Invariant> {
+        self.violations().iter().map(|violation| violation.invariant).collect()
+    }
+
+    /// Appends a trace event after the last one.
+    pub fn push(&mut self, actor: ActorId, op: Op) {
+        let tick = self.events.last().map_or(0, |event| event.tick) + 1;
+        self.events.push(TraceEvent { tick, actor, op });
+    }
+
+    pub fn row(&mut self, command_id: &str) -> &mut OutboxRow {
+        self.snapshot
+            .outbox
+            .iter_mut()
+            .find(|row| row.command_id == command_id)
+            .unwrap()
+    }
+
+    pub fn probe_reply(&mut self, key: &str, outcome: Outcome) {
+        self.push(
+            ActorId::PROBER,
+            Op::ProbeReply {
+                key: key.into(),
+                outcome,
+            },
+        );
+    }
+}

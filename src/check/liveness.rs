@@ -1,0 +1,76 @@
+//! I10 liveness: once faults stop, the run settles within `ticks_max`.
+//! I9 (the part that needs no power loss): `PRAGMA integrity_check` passes.
+
+use std::collections::BTreeMap;
+
+use super::{Input, Invariant, Violation};
+use crate::model::StoredEvent;
+use crate::workflow::replay;
+
+/// At most this many ids are listed in one message.
+const LIST_MAX: usize = 5;
+
+fn listed(items: &[String]) -> String {
+    let mut text = items.iter().take(LIST_MAX).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > LIST_MAX {
+        text.push_str(&format!(", … ({} more)", items.len() - LIST_MAX));
+    }
+    text
+}
+
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let snapshot = input.snapshot;
+    for (file, verdict) in [
+        ("store", &snapshot.store_integrity),
+        ("receiver", &snapshot.receiver_integrity),
+    ] {
+        if verdict != "ok" {
+            violations.push(Violation::new(
+                Invariant::I9,
+                format!("PRAGMA integrity_check of the {file} database: {verdict}"),
+            ));
+        }
+    }
+    if input.settled {
+        return violations;
+    }
+    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
+    for event in &snapshot.events {
+        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
+    }
+    let unfinished: Vec<String> = input
+        .trips
+        .iter()
+        .filter_map(|trip| {
+            let events = by_workflow
+                .get(trip.trip_id.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            match replay(&trip.trip_id, events) {
+                Ok(replayed) if replayed.trip.is_terminal() => None,
+                Ok(replayed) => Some(format!("{} ({})", trip.trip_id, replayed.trip.phase_name())),
+                Err(_) => Some(format!("{} (unreplayable)", trip.trip_id)),
+            }
+        })
+        .collect();
+    let pending: Vec<String> = snapshot
+        .outbox
+        .iter()
+        .filter(|row| !row.done)
+        .map(|row| row.command_id.clone())
+        .collect();
+    let mut message = format!("the run did not settle within {} ticks", input.ticks_max);
+    if !unfinished.is_empty() {
+        message.push_str(&format!(
+            "; {} workflow(s) not terminal: {}",
+            unfinished.len(),
+            listed(&unfinished)
+        ));
+    }
+    if !pending.is_empty() {
+        message.push_str(&format!("; {} command(s) pending: {}", pending.len(), listed(&pending)));
+    }
+    violations.push(Violation::new(Invariant::I10, message).ticks([input.ticks_max]));
+    violations
+}

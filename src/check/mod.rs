@@ -1,0 +1,180 @@
+//! The checkers: read-only judges of a finished run.
+//!
+//! Each checker looks at the recorded history (the trace) and a read-only
+//! snapshot of the final database files, and returns `Violation`s. None of
+//! them mutates anything or draws randomness. The oracle for what the
+//! workflow *should* have stored is the pure reference `decide`, never the
+//! implementation under test.
+//!
+//! | file          | invariants |
+//! |---------------|------------|
+//! | commands.rs   | I1 no lost command, I5 atomic append |
+//! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface |
+//! | sequence.rs   | I3 stale writers rejected |
+//! | replay.rs     | I6 replay is pure |
+//! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
+//!
+//! Outcomes the harness could not confirm (a reply lost, a timeout) are not
+//! judged from the trace: only the database settles them.
+
+mod commands;
+mod effects;
+mod history;
+mod liveness;
+mod replay;
+mod sequence;
+pub mod snapshot;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub use history::History;
+pub use snapshot::Snapshot;
+
+use crate::sim::TripRequest;
+use crate::trace::TraceEvent;
+
+/// An invariant of PROTOCOL.md §8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Invariant {
+    I1,
+    I2,
+    I3,
+    I4,
+    I5,
+    I6,
+    I7,
+    I8,
+    I9,
+    I10,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 10] = [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+        Invariant::I6,
+        Invariant::I7,
+        Invariant::I8,
+        Invariant::I9,
+        Invariant::I10,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Invariant::I1 => "no lost command",
+            Invariant::I2 => "one side effect per command_id",
+            Invariant::I3 => "stale writers rejected",
+            Invariant::I4 => "no ghost effect",
+            Invariant::I5 => "atomic append",
+            Invariant::I6 => "replay is pure",
+            Invariant::I7 => "key conflicts surface",
+            Invariant::I8 => "lease safety",
+            Invariant::I9 => "durability",
+            Invariant::I10 => "liveness",
+        }
+    }
+
+    /// Whether crashsim checks it yet (I8 needs leases, I9 power loss).
+    pub fn checked(self) -> bool {
+        !matches!(self, Invariant::I8)
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One broken invariant, with what and when.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The ticks of the steps involved, earliest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ticks: Vec<u64>,
+}
+
+impl Violation {
+    pub fn new(invariant: Invariant, message: impl Into<String>) -> Violation {
+        Violation {
+            invariant,
+            message: message.into(),
+            workflow_id: None,
+            command_id: None,
+            seq: None,
+            ticks: Vec::new(),
+        }
+    }
+
+    pub fn workflow(mut self, workflow_id: &str) -> Violation {
+        self.workflow_id = Some(workflow_id.to_string());
+        self
+    }
+
+    pub fn command(mut self, command_id: &str) -> Violation {
+        self.command_id = Some(command_id.to_string());
+        if self.workflow_id.is_none() {
+            self.workflow_id = command_id.split(':').next().map(str::to_string);
+        }
+        self
+    }
+
+    pub fn seq(mut self, seq: u64) -> Violation {
+        self.seq = Some(seq);
+        self
+    }
+
+    pub fn ticks(mut self, ticks: impl IntoIterator<Item = u64>) -> Violation {
+        self.ticks.extend(ticks);
+        self.ticks.sort_unstable();
+        self.ticks.dedup();
+        self
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.invariant, self.invariant.title(), self.message)
+    }
+}
+
+/// Everything a checker may look at.
+pub struct Input<'a> {
+    pub events: &'a [TraceEvent],
+    pub snapshot: &'a Snapshot,
+    pub trips: &'a [TripRequest],
+    /// Whether the run settled before `ticks_max`.
+    pub settled: bool,
+    pub ticks_max: u64,
+}
+
+/// Runs every checker; violations come out sorted by invariant.
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let history = History::from_events(input.events);
+    let mut violations = Vec::new();
+    violations.extend(commands::check(input, &history));
+    violations.extend(effects::check(input, &history));
+    violations.extend(sequence::check(input, &history));
+    violations.extend(replay::check(input, &history));
+    violations.extend(liveness::check(input));
+    violations.sort_by_key(|violation| violation.invariant);
+    violations
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,64 @@
+//! I6 replay is pure: the state each live writer decided from is the state a
+//! fresh replay of the stored log gives at the same `seq`, and no writer
+//! dispatched a command (only workers deliver, from the outbox).
+
+use std::collections::BTreeMap;
+
+use super::{History, Input, Invariant, Violation};
+use crate::model::StoredEvent;
+use crate::workflow::replay;
+
+pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
+    for event in &input.snapshot.events {
+        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
+    }
+    for commit in &history.commits {
+        let append = commit.appended;
+        let Some(events) = by_workflow.get(append.workflow_id.as_str()) else {
+            continue;
+        };
+        // Judge only appends that are in the log as committed.
+        let stored = events
+            .iter()
+            .any(|event| event.seq == append.seq && event.kind == append.kind);
+        if !stored {
+            continue;
+        }
+        let prefix: Vec<StoredEvent> = events
+            .iter()
+            .filter(|event| event.seq <= append.expected_seq)
+            .cloned()
+            .collect();
+        let Ok(replayed) = replay(&append.workflow_id, &prefix) else {
+            continue;
+        };
+        let fresh = replayed.trip.digest();
+        if fresh != append.state {
+            violations.push(
+                Violation::new(
+                    Invariant::I6,
+                    format!(
+                        "{} decided {}#{} from state {}, but replaying the log to seq {} gives {}",
+                        commit.actor, append.workflow_id, append.seq, append.state, append.expected_seq, fresh
+                    ),
+                )
+                .workflow(&append.workflow_id)
+                .seq(append.seq)
+                .ticks([commit.tick]),
+            );
+        }
+    }
+    for (tick, actor, command_id) in &history.foreign_sends {
+        violations.push(
+            Violation::new(
+                Invariant::I6,
+                format!("{actor} dispatched {command_id}: replay and decision must dispatch nothing"),
+            )
+            .command(command_id)
+            .ticks([*tick]),
+        );
+    }
+    violations
+}

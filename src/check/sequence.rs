@@ -1,0 +1,93 @@
+//! I3 stale writers rejected.
+//!
+//! Per workflow, `seq` runs 1..n without a gap and the history folds under
+//! the reference `decide` (an event that does not fit the state before it
+//! was decided from a stale head). From the trace: every committed append
+//! landed at `expected_seq + 1`, and no two appends decided from the same
+//! head both committed.
+
+use std::collections::BTreeMap;
+
+use super::{History, Input, Invariant, Violation};
+use crate::model::StoredEvent;
+use crate::workflow::replay::{ReplayError, replay};
+
+pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
+    for event in &input.snapshot.events {
+        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
+    }
+    for (workflow_id, events) in &by_workflow {
+        match replay(workflow_id, events) {
+            Ok(_) => {}
+            Err(ReplayError::Gap { expected, found, .. }) => violations.push(
+                Violation::new(
+                    Invariant::I3,
+                    format!("{workflow_id}: seq jumps from {} to {found}", expected - 1),
+                )
+                .workflow(workflow_id)
+                .seq(found),
+            ),
+            Err(ReplayError::Decide { seq, source }) => violations.push(
+                Violation::new(
+                    Invariant::I3,
+                    format!(
+                        "{workflow_id}#{seq} ({}) does not follow from the state before it ({}): \
+                         it was decided from a stale head",
+                        source.event_kind, source.phase
+                    ),
+                )
+                .workflow(workflow_id)
+                .seq(seq)
+                .ticks(history.commit_tick(workflow_id, seq)),
+            ),
+        }
+    }
+
+    let mut from_head: BTreeMap<(&str, u64), Vec<(u64, String)>> = BTreeMap::new();
+    for commit in &history.commits {
+        let append = commit.appended;
+        if append.seq != append.expected_seq + 1 {
+            violations.push(
+                Violation::new(
+                    Invariant::I3,
+                    format!(
+                        "{} decided {} from seq {} but its event was stored at seq {}: \
+                         renumbered instead of decided again",
+                        commit.actor, append.workflow_id, append.expected_seq, append.seq
+                    ),
+                )
+                .workflow(&append.workflow_id)
+                .seq(append.seq)
+                .ticks([commit.tick]),
+            );
+        }
+        from_head
+            .entry((&append.workflow_id, append.expected_seq))
+            .or_default()
+            .push((commit.tick, commit.actor.to_string()));
+    }
+    for ((workflow_id, expected_seq), commits) in from_head {
+        if commits.len() > 1 {
+            let who: Vec<String> = commits
+                .iter()
+                .map(|(tick, actor)| format!("{actor} at tick {tick}"))
+                .collect();
+            violations.push(
+                Violation::new(
+                    Invariant::I3,
+                    format!(
+                        "{} appends decided from {workflow_id} seq {expected_seq} all committed ({})",
+                        commits.len(),
+                        who.join(", ")
+                    ),
+                )
+                .workflow(workflow_id)
+                .seq(expected_seq + 1)
+                .ticks(commits.iter().map(|(tick, _)| *tick)),
+            );
+        }
+    }
+    violations
+}

@@ -1,0 +1,123 @@
+//! `Snapshot`: the final database files, read once, read-only, with plain SQL
+//! against the protocol's schema (never through the implementation under
+//! test, which could hide its own mistakes).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+
+use crate::model::{OutboxRow, StoredEvent};
+
+/// An effect row at the receiver.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    pub effect_id: i64,
+    pub key: String,
+    pub kind: String,
+    pub payload: String,
+    pub result: String,
+}
+
+/// A de-duplication record at the receiver.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Dedup {
+    pub key: String,
+    pub digest: String,
+    pub result: String,
+    pub effect_id: i64,
+}
+
+/// The final state of a run's databases.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Snapshot {
+    /// Ordered by workflow, then seq.
+    pub events: Vec<StoredEvent>,
+    /// Ordered by commit (rowid).
+    pub outbox: Vec<OutboxRow>,
+    /// Ordered by effect id.
+    pub effects: Vec<Effect>,
+    pub dedup: Vec<Dedup>,
+    /// `PRAGMA integrity_check` of each file: "ok" or what it found.
+    pub store_integrity: String,
+    pub receiver_integrity: String,
+}
+
+fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+}
+
+fn integrity(conn: &Connection) -> rusqlite::Result<String> {
+    let mut statement = conn.prepare("PRAGMA integrity_check")?;
+    let lines = statement.query_map([], |row| row.get::<_, String>(0))?;
+    Ok(lines.collect::<rusqlite::Result<Vec<_>>>()?.join("; "))
+}
+
+impl Snapshot {
+    pub fn read(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
+        let store = open_read_only(store_path)?;
+        let events = store
+            .prepare("SELECT workflow_id, seq, kind, payload FROM events ORDER BY workflow_id, seq")?
+            .query_map([], |row| {
+                Ok(StoredEvent {
+                    workflow_id: row.get(0)?,
+                    seq: row.get(1)?,
+                    kind: row.get(2)?,
+                    payload: row.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let outbox = store
+            .prepare(
+                "SELECT command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result
+                   FROM outbox ORDER BY rowid",
+            )?
+            .query_map([], |row| {
+                Ok(OutboxRow {
+                    command_id: row.get(0)?,
+                    workflow_id: row.get(1)?,
+                    event_seq: row.get(2)?,
+                    kind: row.get(3)?,
+                    payload: row.get(4)?,
+                    done: row.get(5)?,
+                    result: row.get(6)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let store_integrity = integrity(&store)?;
+
+        let receiver = open_read_only(receiver_path)?;
+        let effects = receiver
+            .prepare("SELECT effect_id, key, kind, payload, result FROM effects ORDER BY effect_id")?
+            .query_map([], |row| {
+                Ok(Effect {
+                    effect_id: row.get(0)?,
+                    key: row.get(1)?,
+                    kind: row.get(2)?,
+                    payload: row.get(3)?,
+                    result: row.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let dedup = receiver
+            .prepare("SELECT key, digest, result, effect_id FROM dedup ORDER BY key")?
+            .query_map([], |row| {
+                Ok(Dedup {
+                    key: row.get(0)?,
+                    digest: row.get(1)?,
+                    result: row.get(2)?,
+                    effect_id: row.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let receiver_integrity = integrity(&receiver)?;
+        Ok(Snapshot {
+            events,
+            outbox,
+            effects,
+            dedup,
+            store_integrity,
+            receiver_integrity,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! `crashsim list`: what there is to run and what is checked.
+
+use anyhow::Context;
+
+use super::ListArgs;
+use crate::check::Invariant;
+use crate::exit::Exit;
+use crate::scenario;
+use crate::sim::faults::KillPoint;
+use crate::store::registry;
+
+pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
+    let mut paths: Vec<_> = std::fs::read_dir(&args.scenarios)
+        .with_context(|| format!("{}: cannot list scenarios", args.scenarios.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    println!("scenarios in {}:", args.scenarios.display());
+    for path in paths {
+        match scenario::load(&path) {
+            Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
+            Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
+        }
+    }
+    println!("\nimplementations (scenario key `store`):");
+    for implementation in registry::all() {
+        println!("  {:<16} {}", implementation.name(), implementation.description());
+    }
+    println!("\nkill points (scenario keys under [faults.<role>]):");
+    for point in KillPoint::ALL {
+        println!("  {:<32} {}", point.name(), point.describe());
+    }
+    println!("\ninvariants:");
+    for invariant in Invariant::ALL {
+        let status = if invariant.checked() {
+            ""
+        } else {
+            " (not checked yet: needs leases)"
+        };
+        println!("  {:<4} {}{status}", invariant.to_string(), invariant.title());
+    }
+    Ok(Exit::Pass)
+}

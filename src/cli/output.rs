@@ -1,0 +1,95 @@
+//! Shared pieces of human output: the replay command, numbers, the kill table.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::check::Violation;
+use crate::report::json::KillCount;
+
+/// The one command that replays a seed. When crashsim runs from a cargo
+/// target directory, the command goes through cargo so it can be pasted as is.
+pub fn replay_command(scenario: &Path, seed: u64) -> String {
+    let prefix = match std::env::current_exe() {
+        Ok(exe) if exe.components().any(|part| part.as_os_str() == "target") => {
+            if exe.components().any(|part| part.as_os_str() == "release") {
+                "cargo run --release --"
+            } else {
+                "cargo run --"
+            }
+        }
+        _ => "crashsim",
+    };
+    format!("{prefix} replay {} --seed {seed}", scenario.display())
+}
+
+/// 1234567 → "1,234,567".
+pub fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut text = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
+/// A rate with a readable unit: 1234567.0 → "1.23M".
+pub fn rate(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{:.2}M", value / 1e6)
+    } else if value >= 1e4 {
+        format!("{:.1}k", value / 1e3)
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// The kill-point table of a summary.
+pub fn kill_table(kills: &std::collections::BTreeMap<&'static str, KillCount>) -> String {
+    let mut text = format!("  {:<32}{:>14}{:>12}\n", "kill point", "reached", "fired");
+    for point in crate::sim::faults::KillPoint::ALL {
+        let count = kills.get(point.name()).copied().unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "  {:<32}{:>14}{:>12}",
+            point.name(),
+            thousands(count.reached),
+            thousands(count.fired)
+        );
+    }
+    text
+}
+
+/// The lines that describe a failing seed.
+pub fn failure_lines(seed: u64, violations: &[Violation], replay: &str, report: Option<&Path>) -> String {
+    let mut text = String::new();
+    if let Some(first) = violations.first() {
+        let more = match violations.len() {
+            1 => String::new(),
+            n => format!(" (+{} more)", n - 1),
+        };
+        let _ = writeln!(text, "error: seed={seed} {first}{more}");
+    }
+    let _ = writeln!(text, "note: replay with `{replay}`");
+    if let Some(dir) = report {
+        let _ = writeln!(text, "note: report written to {}/", dir.display());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(rate(12.34), "12.3");
+        assert_eq!(rate(45_600.0), "45.6k");
+        assert_eq!(rate(2_500_000.0), "2.50M");
+    }
+}

@@ -1,0 +1,336 @@
+//! `crashsim run`: scenarios × seeds, a summary, reports, an exit code.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::output::{failure_lines, kill_table, rate, replay_command, thousands};
+use super::{Format, RunArgs};
+use crate::exit::Exit;
+use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord};
+use crate::runner::{self, Options, SeedResult};
+use crate::scenario::{self, Loaded};
+use crate::sim::faults::KillCounters;
+use crate::{platform, report};
+
+/// Failing seeds printed in full; the rest are in the report.
+const FAILURES_SHOWN: usize = 10;
+
+pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
+    // Every scenario is validated before any seed runs: bad input exits 2 at once.
+    let scenarios = args
+        .scenarios
+        .iter()
+        .map(|path| scenario::load(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let seeds: Vec<u64> = match args.seed {
+        Some(seed) => vec![seed],
+        None => {
+            if args.seeds == 0 {
+                bail!("--seeds must be at least 1");
+            }
+            let Some(end) = args.start_seed.checked_add(args.seeds - 1) else {
+                bail!(
+                    "--start-seed {} + --seeds {} runs past the largest seed",
+                    args.start_seed,
+                    args.seeds
+                );
+            };
+            (args.start_seed..=end).collect()
+        }
+    };
+    let jobs = match args.jobs {
+        Some(0) => bail!("--jobs must be at least 1"),
+        Some(jobs) => jobs,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
+    if !work_dir.is_dir() {
+        bail!("--dir {}: not a directory", work_dir.display());
+    }
+    let filesystem = platform::filesystem_of(&work_dir);
+    let options = Options {
+        work_dir: work_dir.clone(),
+        keep_failed: args.keep_failed,
+        keep_traces: false,
+    };
+    let human = args.format == Format::Human;
+    if human {
+        println!(
+            "crashsim {} ({}), SQLite {}",
+            env!("CARGO_PKG_VERSION"),
+            short(platform::git_commit()),
+            platform::sqlite_version()
+        );
+        println!(
+            "seeds {} on {jobs} job(s); databases in {} ({filesystem})",
+            describe_seeds(&seeds),
+            work_dir.display()
+        );
+    }
+
+    let mut exit = Exit::Pass;
+    let mut summaries = Vec::new();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "wall time reports speed; it never steers a run"
+    )]
+    let started = Instant::now();
+    for loaded in &scenarios {
+        let summary = run_scenario(args, loaded, &seeds, jobs, &options)?;
+        if summary.failed > 0 {
+            exit = Exit::Violation;
+        }
+        if !args.no_report {
+            let own = run_summary(
+                std::slice::from_ref(&summary),
+                started.elapsed().as_secs_f64(),
+                jobs,
+                &work_dir,
+                &filesystem,
+            );
+            report::write_summary(&args.report, &loaded.name, &own)
+                .with_context(|| format!("writing the summary under {}", args.report.display()))?;
+        }
+        summaries.push(summary);
+    }
+    let total = run_summary(
+        &summaries,
+        started.elapsed().as_secs_f64(),
+        jobs,
+        &work_dir,
+        &filesystem,
+    );
+    if human {
+        if scenarios.len() > 1 {
+            println!(
+                "all: {} seeds, {} failed, {} seeds/s",
+                thousands(total.seeds),
+                thousands(total.failed),
+                rate(total.seeds_per_s)
+            );
+        }
+    } else {
+        println!("{}", serde_json::to_string(&total).expect("summaries serialise"));
+    }
+    Ok(exit)
+}
+
+fn run_scenario(
+    args: &RunArgs,
+    loaded: &Loaded,
+    seeds: &[u64],
+    jobs: usize,
+    options: &Options,
+) -> anyhow::Result<ScenarioSummary> {
+    let human = args.format == Format::Human;
+    let workload = &loaded.scenario.workload;
+    if human {
+        println!(
+            "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
+            loaded.name,
+            loaded.path.display(),
+            loaded.scenario.store,
+            workload.trips_count,
+            workload.writers_count,
+            workload.workers_count,
+            workload.receivers_count,
+            if loaded.scenario.faults.swarm {
+                "swarm (drawn per seed)".to_string()
+            } else {
+                loaded.scenario.faults.plan().describe()
+            }
+        );
+    }
+    let bar = progress_bar(human, seeds.len() as u64, &loaded.name);
+    let mut failed_so_far = 0u64;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "wall time reports speed; it never steers a run"
+    )]
+    let started = Instant::now();
+    let results = runner::run_seeds(loaded, seeds, jobs, options, |result| {
+        if !result.ok {
+            failed_so_far += 1;
+            bar.set_message(format!("{failed_so_far} failed"));
+        }
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+
+    let mut kills = KillCounters::default();
+    let mut by_invariant: BTreeMap<String, u64> = BTreeMap::new();
+    let mut failing = Vec::new();
+    let mut steps = 0;
+    for result in &results {
+        kills.add(&result.kills);
+        steps += result.steps;
+        let mut invariants: Vec<String> = result.violations.iter().map(|v| v.invariant.to_string()).collect();
+        invariants.dedup();
+        for invariant in &invariants {
+            *by_invariant.entry(invariant.clone()).or_default() += 1;
+        }
+        if !result.ok {
+            failing.push(FailingSeed {
+                seed: result.seed,
+                invariants,
+                first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
+                replay: replay_command(&loaded.path, result.seed),
+            });
+        }
+    }
+    let never_fired: Vec<String> = loaded
+        .scenario
+        .faults
+        .declared()
+        .into_iter()
+        .filter(|point| kills.fired[point.index()] == 0)
+        .map(|point| point.name().to_string())
+        .collect();
+    let summary = ScenarioSummary {
+        scenario: loaded.name.clone(),
+        path: loaded.path.display().to_string(),
+        store: loaded.scenario.store.clone(),
+        seeds: results.len() as u64,
+        passed: results.iter().filter(|r| r.ok).count() as u64,
+        failed: failing.len() as u64,
+        seconds,
+        seeds_per_s: results.len() as f64 / seconds.max(1e-9),
+        steps,
+        steps_per_s: steps as f64 / seconds.max(1e-9),
+        violations_by_invariant: by_invariant,
+        kills: json::kills(&kills),
+        never_fired,
+        failing_seeds: failing,
+    };
+
+    let mut report_dirs = BTreeMap::new();
+    if !args.no_report {
+        for result in results.iter().filter(|result| !result.ok) {
+            let replay = replay_command(&loaded.path, result.seed);
+            let dir = report::write_seed(&args.report, result, &replay)
+                .with_context(|| format!("writing the report of seed {}", result.seed))?;
+            report_dirs.insert(result.seed, dir);
+        }
+    }
+    if human {
+        print_human(&summary, &results, &report_dirs);
+    } else {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for result in &results {
+            let replay = (!result.ok).then(|| replay_command(&loaded.path, result.seed));
+            let line = serde_json::to_string(&SeedRecord::new(result, replay)).expect("records serialise");
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(summary)
+}
+
+fn print_human(summary: &ScenarioSummary, results: &[SeedResult], report_dirs: &BTreeMap<u64, std::path::PathBuf>) {
+    for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
+        let replay = replay_command(std::path::Path::new(&summary.path), result.seed);
+        print!(
+            "{}",
+            failure_lines(
+                result.seed,
+                &result.violations,
+                &replay,
+                report_dirs.get(&result.seed).map(|d| d.as_path())
+            )
+        );
+        if let Some(dir) = &result.kept_dir {
+            println!("note: databases kept in {}", dir.display());
+        }
+    }
+    if summary.failed as usize > FAILURES_SHOWN {
+        println!(
+            "… and {} more failing seeds (see summary.json)",
+            summary.failed as usize - FAILURES_SHOWN
+        );
+    }
+    println!(
+        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s): {} passed, {} failed",
+        summary.scenario,
+        thousands(summary.seeds),
+        summary.seconds,
+        rate(summary.seeds_per_s),
+        rate(summary.steps_per_s),
+        thousands(summary.passed),
+        thousands(summary.failed)
+    );
+    if summary.violations_by_invariant.is_empty() {
+        println!("  invariants: all held (I1-I7, I9 integrity, I10)");
+    } else {
+        let parts: Vec<String> = summary
+            .violations_by_invariant
+            .iter()
+            .map(|(invariant, seeds)| format!("{invariant} in {seeds} seed(s)"))
+            .collect();
+        println!("  violations: {}", parts.join(", "));
+    }
+    print!("{}", kill_table(&summary.kills));
+    for point in &summary.never_fired {
+        println!(
+            "warning: {} declares {point}, but it never fired in {} seeds",
+            summary.scenario, summary.seeds
+        );
+    }
+}
+
+fn run_summary(
+    scenarios: &[ScenarioSummary],
+    seconds: f64,
+    jobs: usize,
+    work_dir: &std::path::Path,
+    filesystem: &str,
+) -> RunSummary {
+    let seeds: u64 = scenarios.iter().map(|s| s.seeds).sum();
+    let steps: u64 = scenarios.iter().map(|s| s.steps).sum();
+    let busy: f64 = scenarios.iter().map(|s| s.seconds).sum::<f64>().min(seconds).max(1e-9);
+    RunSummary {
+        summary: true,
+        seeds,
+        failed: scenarios.iter().map(|s| s.failed).sum(),
+        seconds,
+        seeds_per_s: seeds as f64 / busy,
+        steps_per_s: steps as f64 / busy,
+        jobs,
+        work_dir: work_dir.display().to_string(),
+        filesystem: filesystem.to_string(),
+        git_commit: platform::git_commit().to_string(),
+        sqlite_version: platform::sqlite_version().to_string(),
+        scenarios: scenarios.to_vec(),
+    }
+}
+
+/// A progress bar on a terminal; hidden in CI, in JSON mode, or when stderr is not a TTY.
+fn progress_bar(human: bool, len: u64, name: &str) -> ProgressBar {
+    let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta} {msg}")
+        .expect("valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(name.to_string());
+    bar
+}
+
+fn describe_seeds(seeds: &[u64]) -> String {
+    match seeds {
+        [] => "none".to_string(),
+        [one] => one.to_string(),
+        [first, .., last] => format!("{first}..={last}"),
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}

@@ -1,0 +1,33 @@
+//! crashsim: a deterministic fault-injection harness for durable-workflow
+//! storage built on SQLite.
+//!
+//! Architecture, one line per module:
+//!
+//! - `scenario`  scenario files (TOML) → validated `Scenario`; errors name file, line, key.
+//! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
+//! - `actors`    writers, workers and receivers: step machines over their own connections.
+//! - `store`     the code under test: traits and the reference rusqlite implementation; unaware of the sim.
+//! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
+//! - `model`     the protocol's records (events, commands, outbox rows).
+//! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
+//! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
+//! - `runner`    one seed end to end; many seeds in parallel.
+//! - `report`    files under `reports/`: JSON summaries and failing seeds' traces, written atomically.
+//! - `cli`       the command line (clap): run, replay, list.
+//! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
+
+pub mod actors;
+pub mod check;
+pub mod cli;
+pub mod exit;
+pub mod model;
+pub mod platform;
+pub mod ratio;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod seed;
+pub mod sim;
+pub mod store;
+pub mod trace;
+pub mod workflow;

@@ -1,0 +1,114 @@
+//! The machine-readable records: one per seed, one summary per run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::check::Violation;
+use crate::runner::SeedResult;
+use crate::sim::faults::{KillCounters, KillPoint};
+
+/// How often a kill point was reached and fired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KillCount {
+    pub reached: u64,
+    pub fired: u64,
+}
+
+/// Kill counters by point name, in the order of `KillPoint::ALL`'s names.
+pub fn kills(counters: &KillCounters) -> BTreeMap<&'static str, KillCount> {
+    KillPoint::ALL
+        .into_iter()
+        .map(|point| {
+            (
+                point.name(),
+                KillCount {
+                    reached: counters.reached[point.index()],
+                    fired: counters.fired[point.index()],
+                },
+            )
+        })
+        .collect()
+}
+
+/// One seed, as a JSON line of `run --format json`.
+#[derive(Serialize)]
+pub struct SeedRecord<'a> {
+    pub scenario: &'a str,
+    pub seed: u64,
+    pub ok: bool,
+    pub violations: &'a [Violation],
+    pub trace_hash: &'a str,
+    pub steps: u64,
+    pub ticks: u64,
+    pub settled: bool,
+    pub faults: &'a str,
+    pub kills: BTreeMap<&'static str, KillCount>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+}
+
+impl<'a> SeedRecord<'a> {
+    pub fn new(result: &'a SeedResult, replay: Option<String>) -> SeedRecord<'a> {
+        SeedRecord {
+            scenario: &result.scenario,
+            seed: result.seed,
+            ok: result.ok,
+            violations: &result.violations,
+            trace_hash: &result.trace_hash,
+            steps: result.steps,
+            ticks: result.ticks,
+            settled: result.settled,
+            faults: &result.faults,
+            kills: kills(&result.kills),
+            replay,
+        }
+    }
+}
+
+/// A failing seed in a summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailingSeed {
+    pub seed: u64,
+    pub invariants: Vec<String>,
+    pub first: String,
+    pub replay: String,
+}
+
+/// One scenario's run over many seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioSummary {
+    pub scenario: String,
+    pub path: String,
+    pub store: String,
+    pub seeds: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub seconds: f64,
+    pub seeds_per_s: f64,
+    pub steps: u64,
+    pub steps_per_s: f64,
+    /// Failing seeds per invariant.
+    pub violations_by_invariant: BTreeMap<String, u64>,
+    pub kills: BTreeMap<&'static str, KillCount>,
+    /// Kill points the scenario declares that never fired in this run.
+    pub never_fired: Vec<String>,
+    pub failing_seeds: Vec<FailingSeed>,
+}
+
+/// The last line of `run --format json`, and `summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    pub summary: bool,
+    pub seeds: u64,
+    pub failed: u64,
+    pub seconds: f64,
+    pub seeds_per_s: f64,
+    pub steps_per_s: f64,
+    pub jobs: usize,
+    pub work_dir: String,
+    pub filesystem: String,
+    pub git_commit: String,
+    pub sqlite_version: String,
+    pub scenarios: Vec<ScenarioSummary>,
+}

@@ -1,0 +1,180 @@
+//! The runner: one seed end to end (set up files, simulate, snapshot, check),
+//! and many seeds in parallel.
+//!
+//! Each seed runs on one thread in its own temporary directory; parallelism
+//! is across seeds only, so a seed's run is the same whatever `--jobs` is.
+//! Results are handed back in seed order.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use serde::Serialize;
+
+use crate::check::{self, Snapshot, Violation};
+use crate::scenario::Loaded;
+use crate::sim::faults::KillCounters;
+use crate::sim::{SimError, Simulator};
+use crate::trace::{TraceEvent, trace_hash};
+
+/// What one seed gave.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeedResult {
+    pub scenario: String,
+    pub seed: u64,
+    pub ok: bool,
+    pub violations: Vec<Violation>,
+    pub trace_hash: String,
+    pub steps: u64,
+    pub ticks: u64,
+    pub settled: bool,
+    /// The fault plan in force (swarm mode draws it per seed).
+    pub faults: String,
+    #[serde(skip)]
+    pub kills: KillCounters,
+    /// The trace, kept when asked for (replay) or when the seed failed.
+    #[serde(skip)]
+    pub events: Option<Vec<TraceEvent>>,
+    /// The seed's directory, if it was kept (`--keep-failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_dir: Option<PathBuf>,
+}
+
+/// A seed that could not run at all (setup failed): not a verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("seed {seed}: creating a work directory under {dir}: {source}")]
+    WorkDir {
+        seed: u64,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("seed {seed}: {source}")]
+    Sim { seed: u64, source: SimError },
+    #[error("seed {seed}: reading the final databases: {source}")]
+    Snapshot { seed: u64, source: rusqlite::Error },
+}
+
+/// How to run seeds.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where each seed's temporary directory is created.
+    pub work_dir: PathBuf,
+    /// Keep the directory of a failing seed.
+    pub keep_failed: bool,
+    /// Keep every seed's trace, not only failing ones.
+    pub keep_traces: bool,
+}
+
+/// Runs one seed of one scenario.
+pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedResult, RunError> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("crashsim-{}-{seed}-", loaded.name))
+        .tempdir_in(&options.work_dir)
+        .map_err(|source| RunError::WorkDir {
+            seed,
+            dir: options.work_dir.clone(),
+            source,
+        })?;
+    let simulator =
+        Simulator::new(&loaded.scenario, seed, dir.path()).map_err(|source| RunError::Sim { seed, source })?;
+    let output = simulator.run();
+    let snapshot = Snapshot::read(&output.store_path, &output.receiver_path)
+        .map_err(|source| RunError::Snapshot { seed, source })?;
+    let violations = check::check(&check::Input {
+        events: &output.events,
+        snapshot: &snapshot,
+        trips: &output.trips,
+        settled: output.settled,
+        ticks_max: loaded.scenario.run.ticks_max,
+    });
+    let ok = violations.is_empty();
+    let kept_dir = if !ok && options.keep_failed {
+        Some(dir.keep())
+    } else {
+        None
+    };
+    Ok(SeedResult {
+        scenario: loaded.name.clone(),
+        seed,
+        ok,
+        violations,
+        trace_hash: trace_hash(&output.events),
+        steps: output.steps,
+        ticks: output.ticks,
+        settled: output.settled,
+        faults: output.plan.describe(),
+        kills: output.kills,
+        events: (!ok || options.keep_traces).then_some(output.events),
+        kept_dir,
+    })
+}
+
+/// Runs `seeds` on `jobs` threads. `on_result` is called on the calling
+/// thread as each seed finishes (in completion order, for progress); the
+/// returned results are in seed order. The first setup error stops the run.
+pub fn run_seeds(
+    loaded: &Loaded,
+    seeds: &[u64],
+    jobs: usize,
+    options: &Options,
+    mut on_result: impl FnMut(&SeedResult),
+) -> Result<Vec<SeedResult>, RunError> {
+    let next = AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(usize, Result<SeedResult, RunError>)>();
+    let mut results: Vec<Option<SeedResult>> = vec![None; seeds.len()];
+    let mut first_error = None;
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, seeds.len().max(1)) {
+            let sender = sender.clone();
+            let (next, failed) = (&next, &failed);
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= seeds.len() || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let result = run_seed(loaded, seeds[index], options);
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if sender.send((index, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for (index, result) in receiver {
+            match result {
+                Ok(result) => {
+                    on_result(&result);
+                    results[index] = Some(result);
+                }
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+    });
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(results
+            .into_iter()
+            .map(|result| result.expect("every seed ran"))
+            .collect()),
+    }
+}
+
+/// The default place for seed directories: a tmpfs such as `/dev/shm` where
+/// one exists (in-process kills do not depend on the disk's durability, and
+/// fsync is free there), else the system temporary directory.
+pub fn default_work_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}

@@ -1,0 +1,84 @@
+//! `ScenarioError`: what is wrong with a scenario file, and where.
+//!
+//! Every message starts `path:line:column:` (as compilers do, so editors and
+//! CI annotations can jump there) and names the key.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::locate;
+
+/// A scenario file that cannot be used.
+#[derive(Debug)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    Read { path: PathBuf, source: std::io::Error },
+    /// The file was read but is not a valid scenario.
+    Invalid {
+        path: PathBuf,
+        /// 1-based line and column, if the key or token could be located.
+        position: Option<(usize, usize)>,
+        /// The dotted key path (`faults.writer.before_commit`); empty for syntax errors.
+        key: String,
+        message: String,
+    },
+}
+
+impl ScenarioError {
+    /// Wraps an error from the TOML deserializer, using its span if it has one.
+    pub(super) fn from_toml(path: &Path, text: &str, key: &str, error: toml::de::Error) -> ScenarioError {
+        let position = error
+            .span()
+            .map(|span| locate::position(text, span.start))
+            .or_else(|| locate::key(text, key));
+        ScenarioError::Invalid {
+            path: path.to_path_buf(),
+            position,
+            key: key.to_string(),
+            message: error.message().trim().to_string(),
+        }
+    }
+
+    /// A validation error about `key`, located by searching the text for it.
+    pub(super) fn invalid(path: &Path, text: &str, key: &str, message: String) -> ScenarioError {
+        ScenarioError::Invalid {
+            path: path.to_path_buf(),
+            position: locate::key(text, key),
+            key: key.to_string(),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::Read { path, source } => write!(f, "{}: cannot read the scenario: {source}", path.display()),
+            ScenarioError::Invalid {
+                path,
+                position,
+                key,
+                message,
+            } => {
+                write!(f, "{}", path.display())?;
+                if let Some((line, column)) = position {
+                    write!(f, ":{line}:{column}")?;
+                }
+                if key.is_empty() || key == "." {
+                    write!(f, ": {message}")
+                } else {
+                    write!(f, ": key `{key}`: {message}")
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScenarioError::Read { source, .. } => Some(source),
+            ScenarioError::Invalid { .. } => None,
+        }
+    }
+}

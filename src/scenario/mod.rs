@@ -1,0 +1,532 @@
+//! Scenario files: TOML in, a validated `Scenario` out.
+//!
+//! Every key has a default, so a scenario names only what it changes. Unknown
+//! keys are errors (a typo must not silently leave a fault off), and every
+//! error names the file, the line and the key (`error.rs`). Units are in the
+//! key names: `_ticks` is simulated time, `_count` a number of things.
+
+mod error;
+mod locate;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use error::ScenarioError;
+
+use crate::ratio::Ratio;
+use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
+use crate::store::{JournalMode, SqliteSettings, Synchronous, registry};
+
+/// A scenario as written, after validation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    /// One line for `crashsim list` and the reports.
+    pub description: String,
+    /// The implementation under test, by name (`crashsim list`). Default `"reference"`.
+    pub store: String,
+    /// The seed `replay` uses when the command line gives none.
+    #[serde(deserialize_with = "deserialize_seed", skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub run: RunLimits,
+    pub workload: Workload,
+    pub timing: Timing,
+    pub sqlite: SqliteConfig,
+    pub faults: Faults,
+    /// Kills at fixed ticks, in addition to the seeded ones.
+    pub script: Vec<ScriptedKill>,
+}
+
+/// How long a run lasts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunLimits {
+    /// Length of the fault phase, in ticks; then the quiet phase. Default 4000.
+    pub ticks_fault: u64,
+    /// The whole run's budget, in ticks: a run that has not settled by then
+    /// violates liveness (I10). Default 100000.
+    pub ticks_max: u64,
+    /// How often the simulator checks whether the run has settled, in ticks. Default 50.
+    pub settle_check_ticks: u64,
+}
+
+/// What the system does and with how many actors.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Workload {
+    /// Trips (workflows) requested. Default 50.
+    pub trips_count: u32,
+    /// Writer actors, each with its own connection to the store. Default 8.
+    pub writers_count: u32,
+    /// Worker actors delivering the outbox. Default 4.
+    pub workers_count: u32,
+    /// Receiver actors, each with its own connection to the receiver's database. Default 2.
+    pub receivers_count: u32,
+    /// Share of hotel bookings that fail terminally (then compensation runs). Default "1/4".
+    pub hotel_failure: Ratio,
+    /// Pending rows a worker reads at a time. Default 4.
+    pub pending_batch: u32,
+}
+
+/// Simulated durations, all in ticks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timing {
+    /// Each actor step takes 1..=this many ticks, drawn per step. Default 3.
+    pub step_ticks_max: u64,
+    /// An idle writer or worker looks for work again after this long (a
+    /// nudge from another actor wakes it sooner). Default 100.
+    pub poll_ticks: u64,
+    /// A message takes 1..=this many ticks to arrive. Default 4.
+    pub latency_ticks_max: u64,
+    /// A worker gives up waiting for a reply after this long and retries. Default 60.
+    pub reply_timeout_ticks: u64,
+    /// A killed actor restarts after restart_ticks_min..=restart_ticks_max. Default 20.
+    pub restart_ticks_min: u64,
+    /// Default 200.
+    pub restart_ticks_max: u64,
+    /// A step that met a lock is retried after 1, 2, 4, … ticks (plus
+    /// jitter), up to this many. Default 32.
+    pub busy_backoff_ticks_max: u64,
+}
+
+/// SQLite settings of the two databases.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SqliteConfig {
+    /// Default "wal".
+    pub journal_mode: JournalMode,
+    /// The store's `synchronous`: "off", "normal", "full" (default) or "extra".
+    pub synchronous: Synchronous,
+    /// The receiver's `synchronous`; defaults to the store's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver_synchronous: Option<Synchronous>,
+}
+
+/// Fault rates, as ratios like "1/50". Unlisted faults are off.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    /// Draw, per seed, which kill points are on and at what rate (the listed
+    /// rates are then ignored). Default false.
+    pub swarm: bool,
+    pub writer: WriterFaults,
+    pub worker: WorkerFaults,
+    pub receiver: ReceiverFaults,
+    pub net: NetFaults,
+    /// Chance that a confirmed command is followed by a rogue request reusing
+    /// its key with other core parameters (the receiver must reject it: I7).
+    pub key_conflict: Ratio,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WriterFaults {
+    pub before_commit: Ratio,
+    pub after_commit: Ratio,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerFaults {
+    pub after_read_pending: Ratio,
+    pub before_deliver: Ratio,
+    pub after_deliver: Ratio,
+    pub before_mark_done: Ratio,
+    pub after_mark_done: Ratio,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReceiverFaults {
+    pub before_effect_commit: Ratio,
+    pub after_effect_commit: Ratio,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetFaults {
+    /// Chance that a message is lost.
+    pub drop: Ratio,
+    /// Chance that a message arrives twice.
+    pub duplicate: Ratio,
+}
+
+/// A kill at a fixed tick.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedKill {
+    pub tick: u64,
+    /// An actor (`"worker-1"`), a role (`"writers"`, `"workers"`, `"receivers"`) or `"all"`.
+    pub kill: String,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            description: String::new(),
+            store: "reference".to_string(),
+            seed: None,
+            run: RunLimits::default(),
+            workload: Workload::default(),
+            timing: Timing::default(),
+            sqlite: SqliteConfig::default(),
+            faults: Faults::default(),
+            script: Vec::new(),
+        }
+    }
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            ticks_fault: 4_000,
+            ticks_max: 100_000,
+            settle_check_ticks: 50,
+        }
+    }
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            trips_count: 50,
+            writers_count: 8,
+            workers_count: 4,
+            receivers_count: 2,
+            hotel_failure: Ratio::new(1, 4),
+            pending_batch: 4,
+        }
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            step_ticks_max: 3,
+            poll_ticks: 100,
+            latency_ticks_max: 4,
+            reply_timeout_ticks: 60,
+            restart_ticks_min: 20,
+            restart_ticks_max: 200,
+            busy_backoff_ticks_max: 32,
+        }
+    }
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        SqliteConfig {
+            journal_mode: JournalMode::Wal,
+            synchronous: Synchronous::Full,
+            receiver_synchronous: None,
+        }
+    }
+}
+
+impl Default for Ratio {
+    fn default() -> Self {
+        Ratio::ZERO
+    }
+}
+
+fn deserialize_seed<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum SeedValue {
+        Number(u64),
+        Text(String),
+    }
+    match SeedValue::deserialize(deserializer)? {
+        SeedValue::Number(seed) => Ok(Some(seed)),
+        SeedValue::Text(text) => crate::seed::parse_seed(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+impl Faults {
+    /// The configured kill rates, indexed like `KillPoint::ALL`.
+    pub fn kill_rates(&self) -> [Ratio; KILL_POINTS] {
+        let mut rates = [Ratio::ZERO; KILL_POINTS];
+        for point in KillPoint::ALL {
+            rates[point.index()] = match point {
+                KillPoint::WriterBeforeCommit => self.writer.before_commit,
+                KillPoint::WriterAfterCommit => self.writer.after_commit,
+                KillPoint::WorkerAfterReadPending => self.worker.after_read_pending,
+                KillPoint::WorkerBeforeDeliver => self.worker.before_deliver,
+                KillPoint::WorkerAfterDeliver => self.worker.after_deliver,
+                KillPoint::WorkerBeforeMarkDone => self.worker.before_mark_done,
+                KillPoint::WorkerAfterMarkDone => self.worker.after_mark_done,
+                KillPoint::ReceiverBeforeEffectCommit => self.receiver.before_effect_commit,
+                KillPoint::ReceiverAfterEffectCommit => self.receiver.after_effect_commit,
+            };
+        }
+        rates
+    }
+
+    /// The plan as configured, before any swarm draw.
+    pub fn plan(&self) -> FaultPlan {
+        FaultPlan::fixed(self.kill_rates(), self.net.drop, self.net.duplicate, self.key_conflict)
+    }
+
+    /// The kill points this scenario declares: with swarm, any of them may be drawn.
+    pub fn declared(&self) -> Vec<KillPoint> {
+        if self.swarm {
+            return KillPoint::ALL.to_vec();
+        }
+        let rates = self.kill_rates();
+        KillPoint::ALL
+            .into_iter()
+            .filter(|point| !rates[point.index()].is_zero())
+            .collect()
+    }
+}
+
+impl SqliteConfig {
+    pub fn store_settings(&self) -> SqliteSettings {
+        SqliteSettings {
+            journal_mode: self.journal_mode,
+            synchronous: self.synchronous,
+            busy_timeout_ms: 0,
+        }
+    }
+
+    pub fn receiver_settings(&self) -> SqliteSettings {
+        SqliteSettings {
+            synchronous: self.receiver_synchronous.unwrap_or(self.synchronous),
+            ..self.store_settings()
+        }
+    }
+}
+
+/// A scenario with the name and path it was loaded from.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The file stem: `smoke` for `scenarios/smoke.toml`.
+    pub name: String,
+    pub path: PathBuf,
+    pub scenario: Scenario,
+}
+
+/// Reads and validates a scenario file.
+pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+    let text = fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let scenario = parse(&text, path)?;
+    let name = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "scenario".to_string());
+    Ok(Loaded {
+        name,
+        path: path.to_path_buf(),
+        scenario,
+    })
+}
+
+/// Parses and validates scenario text; `path` only names the file in errors.
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let deserializer =
+        toml::Deserializer::parse(text).map_err(|error| ScenarioError::from_toml(path, text, "", error))?;
+    let scenario: Scenario = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let key = error.path().to_string();
+        ScenarioError::from_toml(path, text, &key, error.into_inner())
+    })?;
+    scenario
+        .validate()
+        .map_err(|(key, message)| ScenarioError::invalid(path, text, &key, message))?;
+    Ok(scenario)
+}
+
+impl Scenario {
+    /// Cross-field checks that types alone cannot express: (key, message).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let fail = |key: &str, message: String| Err((key.to_string(), message));
+        if registry::by_name(&self.store).is_none() {
+            return fail(
+                "store",
+                format!(
+                    "unknown implementation {:?}; known: {}",
+                    self.store,
+                    registry::names().join(", ")
+                ),
+            );
+        }
+        let workload = &self.workload;
+        for (key, value, max) in [
+            ("workload.trips_count", workload.trips_count, 100_000),
+            ("workload.writers_count", workload.writers_count, 1_000),
+            ("workload.workers_count", workload.workers_count, 1_000),
+            ("workload.receivers_count", workload.receivers_count, 1_000),
+            ("workload.pending_batch", workload.pending_batch, 10_000),
+        ] {
+            if value == 0 || value > max {
+                return fail(key, format!("must be between 1 and {max}, got {value}"));
+            }
+        }
+        let timing = &self.timing;
+        for (key, value) in [
+            ("timing.step_ticks_max", timing.step_ticks_max),
+            ("timing.poll_ticks", timing.poll_ticks),
+            ("timing.latency_ticks_max", timing.latency_ticks_max),
+            ("timing.reply_timeout_ticks", timing.reply_timeout_ticks),
+            ("timing.busy_backoff_ticks_max", timing.busy_backoff_ticks_max),
+            ("run.settle_check_ticks", self.run.settle_check_ticks),
+        ] {
+            if value == 0 || value > 1_000_000 {
+                return fail(key, format!("must be between 1 and 1000000, got {value}"));
+            }
+        }
+        if timing.restart_ticks_min > timing.restart_ticks_max {
+            return fail(
+                "timing.restart_ticks_min",
+                format!(
+                    "must not exceed timing.restart_ticks_max ({} > {})",
+                    timing.restart_ticks_min, timing.restart_ticks_max
+                ),
+            );
+        }
+        if self.run.ticks_max == 0 || self.run.ticks_max > 100_000_000 {
+            return fail(
+                "run.ticks_max",
+                format!("must be between 1 and 100000000, got {}", self.run.ticks_max),
+            );
+        }
+        if self.run.ticks_fault > self.run.ticks_max {
+            return fail(
+                "run.ticks_fault",
+                format!(
+                    "must not exceed run.ticks_max ({} > {})",
+                    self.run.ticks_fault, self.run.ticks_max
+                ),
+            );
+        }
+        for (index, entry) in self.script.iter().enumerate() {
+            if entry.tick > self.run.ticks_fault {
+                return fail(
+                    &format!("script[{index}].tick"),
+                    format!(
+                        "scripted kills belong to the fault phase (tick <= {})",
+                        self.run.ticks_fault
+                    ),
+                );
+            }
+            if let Err(message) = self.kill_targets(&entry.kill) {
+                return fail(&format!("script[{index}].kill"), message);
+            }
+        }
+        Ok(())
+    }
+
+    /// The actors a scripted kill names, as (role, index) pairs.
+    pub fn kill_targets(&self, target: &str) -> Result<Vec<(crate::actors::Role, u32)>, String> {
+        use crate::actors::Role;
+        let counts: BTreeMap<Role, u32> = [
+            (Role::Writer, self.workload.writers_count),
+            (Role::Worker, self.workload.workers_count),
+            (Role::Receiver, self.workload.receivers_count),
+        ]
+        .into_iter()
+        .collect();
+        let all_of = |role: Role| (0..counts[&role]).map(move |index| (role, index));
+        Ok(match target {
+            "all" => counts.keys().flat_map(|role| all_of(*role)).collect(),
+            "writers" => all_of(Role::Writer).collect(),
+            "workers" => all_of(Role::Worker).collect(),
+            "receivers" => all_of(Role::Receiver).collect(),
+            name => {
+                let parsed = name
+                    .rsplit_once('-')
+                    .and_then(|(role, index)| Some((Role::from_name(role)?, index.parse::<u32>().ok()?)));
+                match parsed {
+                    Some((role, index)) if counts.get(&role).is_some_and(|count| index < *count) => vec![(role, index)],
+                    _ => {
+                        return Err(format!(
+                            "{name:?} names no actor: use \"all\", \"writers\", \"workers\", \"receivers\" or an actor like \"worker-0\""
+                        ));
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<Scenario, ScenarioError> {
+        parse(text, Path::new("scenarios/test.toml"))
+    }
+
+    #[test]
+    fn defaults_fill_what_is_not_written() {
+        let scenario = parse_text("description = \"x\"\n[workload]\ntrips_count = 3\n").unwrap();
+        assert_eq!(scenario.workload.trips_count, 3);
+        assert_eq!(scenario.workload.writers_count, 8);
+        assert_eq!(scenario.store, "reference");
+        assert!(scenario.faults.declared().is_empty());
+    }
+
+    #[test]
+    fn faults_parse_as_ratios_under_their_role() {
+        let scenario = parse_text(
+            "[faults]\nkey_conflict = \"1/9\"\n[faults.writer]\nbefore_commit = \"1/40\"\n[faults.net]\ndrop = \"1/100\"\n",
+        )
+        .unwrap();
+        assert_eq!(scenario.faults.declared(), vec![KillPoint::WriterBeforeCommit]);
+        let plan = scenario.faults.plan();
+        assert_eq!(plan.rate(KillPoint::WriterBeforeCommit), Ratio::new(1, 40));
+        assert_eq!(plan.net_drop, Ratio::new(1, 100));
+        assert_eq!(plan.key_conflict, Ratio::new(1, 9));
+    }
+
+    #[test]
+    fn seeds_parse_in_every_form() {
+        assert_eq!(parse_text("seed = 7").unwrap().seed, Some(7));
+        assert_eq!(parse_text("seed = \"0x5eed\"").unwrap().seed, Some(0x5eed));
+        assert!(parse_text("seed = \"soon\"").is_err());
+    }
+
+    fn error_of(text: &str) -> String {
+        parse_text(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let message = error_of("description = \"x\"\n[faults.writer]\nbefore_commit = \"1/0\"\n");
+        assert!(message.starts_with("scenarios/test.toml:3:"), "{message}");
+        assert!(message.contains("faults.writer.before_commit"), "{message}");
+        assert!(message.contains("denominator"), "{message}");
+
+        let message = error_of("[workload]\ntrips_cont = 5\n");
+        assert!(message.starts_with("scenarios/test.toml:2:"), "{message}");
+        assert!(message.contains("trips_cont"), "{message}");
+
+        let message = error_of("[workload]\nwriters_count = 0\n");
+        assert!(message.starts_with("scenarios/test.toml:2:"), "{message}");
+        assert!(message.contains("workload.writers_count"), "{message}");
+
+        let message = error_of("store = \"sqlite-but-faster\"\n");
+        assert!(message.contains("store") && message.contains("reference"), "{message}");
+
+        let message = error_of("[[script]]\ntick = 10\nkill = \"writer-99\"\n");
+        assert!(message.starts_with("scenarios/test.toml:3:"), "{message}");
+        assert!(message.contains("script[0].kill"), "{message}");
+
+        let message = error_of("[workload\n");
+        assert!(message.starts_with("scenarios/test.toml:1:"), "{message}");
+
+        let message = error_of("[timing]\nrestart_ticks_min = 9\nrestart_ticks_max = 3\n");
+        assert!(message.contains("timing.restart_ticks_min"), "{message}");
+
+        let message = error_of("[workload]\ntrips_count = -1\n");
+        assert!(message.contains("workload.trips_count"), "{message}");
+    }
+}

@@ -1,0 +1,264 @@
+//! The fault model: where the simulator may kill an actor, and the other
+//! faults it injects. Each fault names the crash window of PROTOCOL.md §6
+//! that it opens and why a correct implementation survives it.
+//!
+//! Kills. A killed actor loses its connection (SQLite rolls back any open
+//! transaction, exactly as when a process dies) and all its memory; after a
+//! seeded delay it restarts and must recover from the database alone.
+//!
+//! | kill point                     | the moment                                   | why the protocol survives |
+//! |--------------------------------|----------------------------------------------|---------------------------|
+//! | `writer.before_commit`         | event and commands inserted, not committed   | rollback drops both together (I5) |
+//! | `writer.after_commit`          | committed, the writer never learns           | the next writer reloads and sees it; never re-appends (I3) |
+//! | `worker.after_read_pending`    | rows read, nothing sent                      | rows stay pending |
+//! | `worker.before_deliver`        | about to send                                | rows stay pending |
+//! | `worker.after_deliver`         | the receiver applied it, the reply is lost   | redelivery with the same key is folded (I2) |
+//! | `worker.before_mark_done`      | confirmed, not yet marked                    | as above |
+//! | `worker.after_mark_done`       | marked, the worker never learns              | nothing left to do |
+//! | `receiver.before_effect_commit`| effect and de-dup record written, uncommitted| rollback drops both; the retry applies once |
+//! | `receiver.after_effect_commit` | applied, no reply sent                       | the retry finds the de-dup record (I2) |
+//!
+//! Network faults. A message may be dropped (the sender times out: outcome
+//! unknown, retry with the same key) or duplicated (the receiver folds it).
+//!
+//! Key-conflict probes. After a command is confirmed, a rogue request may
+//! reuse its key with other core parameters; the receiver must reject it as
+//! a conflict and perform nothing (I7).
+//!
+//! Scripted kills (`[[script]]`) take down named actors at fixed ticks.
+//!
+//! All faults stop when the quiet phase begins.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::prng::Prng;
+use crate::ratio::Ratio;
+
+/// A place in an actor's loop where the simulator may kill it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum KillPoint {
+    WriterBeforeCommit,
+    WriterAfterCommit,
+    WorkerAfterReadPending,
+    WorkerBeforeDeliver,
+    WorkerAfterDeliver,
+    WorkerBeforeMarkDone,
+    WorkerAfterMarkDone,
+    ReceiverBeforeEffectCommit,
+    ReceiverAfterEffectCommit,
+}
+
+/// The number of kill points.
+pub const KILL_POINTS: usize = 9;
+
+impl KillPoint {
+    pub const ALL: [KillPoint; KILL_POINTS] = [
+        KillPoint::WriterBeforeCommit,
+        KillPoint::WriterAfterCommit,
+        KillPoint::WorkerAfterReadPending,
+        KillPoint::WorkerBeforeDeliver,
+        KillPoint::WorkerAfterDeliver,
+        KillPoint::WorkerBeforeMarkDone,
+        KillPoint::WorkerAfterMarkDone,
+        KillPoint::ReceiverBeforeEffectCommit,
+        KillPoint::ReceiverAfterEffectCommit,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The dotted name used in scenario files, traces and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            KillPoint::WriterBeforeCommit => "writer.before_commit",
+            KillPoint::WriterAfterCommit => "writer.after_commit",
+            KillPoint::WorkerAfterReadPending => "worker.after_read_pending",
+            KillPoint::WorkerBeforeDeliver => "worker.before_deliver",
+            KillPoint::WorkerAfterDeliver => "worker.after_deliver",
+            KillPoint::WorkerBeforeMarkDone => "worker.before_mark_done",
+            KillPoint::WorkerAfterMarkDone => "worker.after_mark_done",
+            KillPoint::ReceiverBeforeEffectCommit => "receiver.before_effect_commit",
+            KillPoint::ReceiverAfterEffectCommit => "receiver.after_effect_commit",
+        }
+    }
+
+    /// One line on what the point is, for `crashsim list`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KillPoint::WriterBeforeCommit => "event and commands inserted, transaction not committed",
+            KillPoint::WriterAfterCommit => "transaction committed, the writer never learns",
+            KillPoint::WorkerAfterReadPending => "pending rows read, nothing delivered",
+            KillPoint::WorkerBeforeDeliver => "about to send a command to a receiver",
+            KillPoint::WorkerAfterDeliver => "receiver applied it, the reply is lost",
+            KillPoint::WorkerBeforeMarkDone => "result confirmed, row not yet marked done",
+            KillPoint::WorkerAfterMarkDone => "row marked done, the worker never learns",
+            KillPoint::ReceiverBeforeEffectCommit => "effect and de-dup record written, not committed",
+            KillPoint::ReceiverAfterEffectCommit => "effect committed, no reply sent",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<KillPoint> {
+        KillPoint::ALL.into_iter().find(|point| point.name() == name)
+    }
+}
+
+impl fmt::Display for KillPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<KillPoint> for String {
+    fn from(point: KillPoint) -> String {
+        point.name().to_string()
+    }
+}
+
+impl TryFrom<String> for KillPoint {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        KillPoint::from_name(&name).ok_or_else(|| format!("unknown kill point {name:?}"))
+    }
+}
+
+/// The kill rates swarm mode chooses from: very different weights, so that
+/// some seeds hammer one window and others barely touch it.
+const SWARM_MENU: [Ratio; 4] = [
+    Ratio::new(1, 4),
+    Ratio::new(1, 16),
+    Ratio::new(1, 64),
+    Ratio::new(1, 256),
+];
+
+/// The faults of one run: a rate per kill point (zero is off) and the
+/// network and probe rates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultPlan {
+    pub kill: [Ratio; KILL_POINTS],
+    pub net_drop: Ratio,
+    pub net_duplicate: Ratio,
+    pub key_conflict: Ratio,
+    /// True if `kill` was drawn by swarm mode for this seed.
+    pub swarm: bool,
+}
+
+impl FaultPlan {
+    /// The plan exactly as configured.
+    pub fn fixed(kill: [Ratio; KILL_POINTS], net_drop: Ratio, net_duplicate: Ratio, key_conflict: Ratio) -> FaultPlan {
+        FaultPlan {
+            kill,
+            net_drop,
+            net_duplicate,
+            key_conflict,
+            swarm: false,
+        }
+    }
+
+    /// Swarm mode: each kill point is on with probability 1/2, at a rate
+    /// drawn from a menu of very different weights (TigerBeetle's swarm
+    /// testing); at least one point is always on.
+    pub fn swarm(mut self, prng: &mut Prng) -> FaultPlan {
+        loop {
+            for rate in self.kill.iter_mut() {
+                *rate = if prng.chance(Ratio::new(1, 2)) {
+                    *prng.pick(&SWARM_MENU).expect("menu is not empty")
+                } else {
+                    Ratio::ZERO
+                };
+            }
+            if self.kill.iter().any(|rate| !rate.is_zero()) {
+                break;
+            }
+        }
+        self.swarm = true;
+        self
+    }
+
+    pub fn rate(&self, point: KillPoint) -> Ratio {
+        self.kill[point.index()]
+    }
+
+    /// The kill points this plan turns on.
+    pub fn enabled(&self) -> impl Iterator<Item = KillPoint> + '_ {
+        KillPoint::ALL.into_iter().filter(|point| !self.rate(*point).is_zero())
+    }
+
+    /// A one-line rendering, printed with the seed: `writer.before_commit=1/40 …`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .enabled()
+            .map(|point| format!("{point}={}", self.rate(point)))
+            .collect();
+        for (name, rate) in [
+            ("net.drop", self.net_drop),
+            ("net.duplicate", self.net_duplicate),
+            ("key_conflict", self.key_conflict),
+        ] {
+            if !rate.is_zero() {
+                parts.push(format!("{name}={rate}"));
+            }
+        }
+        if parts.is_empty() {
+            "no faults".to_string()
+        } else {
+            parts.join(" ")
+        }
+    }
+}
+
+/// How often each kill point was reached and how often it fired.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KillCounters {
+    pub reached: [u64; KILL_POINTS],
+    pub fired: [u64; KILL_POINTS],
+}
+
+impl KillCounters {
+    pub fn add(&mut self, other: &KillCounters) {
+        for i in 0..KILL_POINTS {
+            self.reached[i] += other.reached[i];
+            self.fired[i] += other.fired[i];
+        }
+    }
+
+    pub fn total_fired(&self) -> u64 {
+        self.fired.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for point in KillPoint::ALL {
+            assert_eq!(KillPoint::from_name(point.name()), Some(point));
+            assert_eq!(KillPoint::ALL[point.index()], point);
+        }
+        assert_eq!(KillPoint::from_name("writer.during_lunch"), None);
+    }
+
+    #[test]
+    fn swarm_turns_on_a_subset_with_menu_rates() {
+        let base = FaultPlan::fixed([Ratio::ZERO; KILL_POINTS], Ratio::ZERO, Ratio::ZERO, Ratio::ZERO);
+        let mut seen_off = false;
+        for seed in 0..20 {
+            let plan = base.clone().swarm(&mut Prng::derive(seed, "swarm"));
+            assert!(plan.swarm);
+            assert!(plan.enabled().count() >= 1);
+            seen_off |= plan.enabled().count() < KILL_POINTS;
+            for point in plan.enabled() {
+                assert!(SWARM_MENU.contains(&plan.rate(point)));
+            }
+            let again = base.clone().swarm(&mut Prng::derive(seed, "swarm"));
+            assert_eq!(plan, again, "swarm draws are deterministic");
+        }
+        assert!(seen_off);
+    }
+}

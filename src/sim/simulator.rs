@@ -1,0 +1,646 @@
+//! `Simulator`: the step loop of one run.
+//!
+//! A run has two phases. In the fault phase (`run.ticks_fault` ticks) actors
+//! are killed at seeded kill points and messages are lost, duplicated and
+//! probed. In the quiet phase every fault stops, every dead actor restarts,
+//! and the run continues until it settles (every workflow terminal, the
+//! outbox drained, nothing in flight, every actor idle) or `run.ticks_max`
+//! passes, which the liveness checker reports (I10).
+//!
+//! Everything that happens is an event in one queue ordered by (tick,
+//! insertion): an actor's next step, a message's arrival, a restart, the
+//! start of the quiet phase, a settle check, a scripted kill. Each actor has
+//! at most one live wake-up; a token invalidates the ones it replaces.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use super::ctx::{Ctx, KillGate, TripRequest, World};
+use super::faults::{FaultPlan, KillCounters};
+use super::net::{Address, Message};
+use super::prng::Prng;
+use super::queue::Queue;
+use crate::actors::{Actor, ActorId, Next, Role};
+use crate::scenario::Scenario;
+use crate::store::{self, Request, StoreError, System, SystemConfig, registry};
+use crate::trace::{Op, Recorder, TraceEvent};
+use crate::workflow::payload;
+use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
+
+/// The cities trips go to.
+const CITIES: [&str; 8] = ["Lima", "Oslo", "Rome", "Kyiv", "Pune", "Lagos", "Quito", "Hanoi"];
+
+/// A run that could not be set up (not an invariant violation).
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("unknown implementation {0:?}")]
+    UnknownStore(String),
+    #[error("setting up the databases: {0}")]
+    Setup(#[from] StoreError),
+    #[error("opening the observer connection: {0}")]
+    Observer(#[from] rusqlite::Error),
+}
+
+/// What a run produced, for the checkers and the reports.
+pub struct RunOutput {
+    pub seed: u64,
+    pub events: Vec<TraceEvent>,
+    pub plan: FaultPlan,
+    pub kills: KillCounters,
+    pub trips: Vec<TripRequest>,
+    /// Actor steps taken.
+    pub steps: u64,
+    /// The tick the run ended at.
+    pub ticks: u64,
+    pub settled: bool,
+    pub store_path: PathBuf,
+    pub receiver_path: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Faults,
+    Quiet,
+}
+
+enum Event {
+    Step { slot: usize, token: u64 },
+    Deliver { to: Address, message: Message },
+    Restart { slot: usize, incarnation: u32 },
+    Quiet,
+    SettleCheck,
+    Script { index: usize },
+}
+
+enum Life {
+    /// Alive but not yet connected: the next step opens the connection.
+    Booting,
+    Up(Box<Actor>),
+    Down,
+}
+
+/// One actor's place in the simulation, which outlives its lives.
+struct Slot {
+    id: ActorId,
+    life: Life,
+    incarnation: u32,
+    token: u64,
+    /// Waiting for a message: an arrival wakes it.
+    waiting: bool,
+    /// Busy answers in a row, for the backoff.
+    busy_streak: u32,
+    /// The actor's decisions.
+    prng: Prng,
+    /// Its step durations and restart delays.
+    sched: Prng,
+    /// Its kill draws.
+    faults: Prng,
+}
+
+pub struct Simulator<'a> {
+    scenario: &'a Scenario,
+    seed: u64,
+    world: World,
+    plan: FaultPlan,
+    phase: Phase,
+    now: u64,
+    queue: Queue<Event>,
+    slots: Vec<Slot>,
+    system: Box<dyn System>,
+    observer: Connection,
+    trace: Recorder,
+    kills: KillCounters,
+    net_prng: Prng,
+    probe_prng: Prng,
+    /// Core parameters of every key a worker sent, for probes.
+    requests: std::collections::BTreeMap<String, (String, String)>,
+    in_flight: u64,
+    steps: u64,
+    probes: u64,
+    settled: bool,
+    store_path: PathBuf,
+    receiver_path: PathBuf,
+}
+
+impl<'a> Simulator<'a> {
+    /// Sets up a run of `scenario` with `seed`, its databases in `dir`.
+    pub fn new(scenario: &'a Scenario, seed: u64, dir: &Path) -> Result<Simulator<'a>, SimError> {
+        let implementation =
+            registry::by_name(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
+        let store_path = dir.join("store.db");
+        let receiver_path = dir.join("receiver.db");
+        let system = implementation.system(&SystemConfig {
+            store_path: store_path.clone(),
+            receiver_path: receiver_path.clone(),
+            store_sqlite: scenario.sqlite.store_settings(),
+            receiver_sqlite: scenario.sqlite.receiver_settings(),
+            hotel_failure: scenario.workload.hotel_failure,
+        })?;
+        let observer = store::connection::open(&store_path, &scenario.sqlite.store_settings())?;
+
+        let mut plan = scenario.faults.plan();
+        if scenario.faults.swarm {
+            plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
+        }
+        let world = World {
+            trips: trips(scenario, seed),
+            timing: scenario.timing.clone(),
+            writers_count: scenario.workload.writers_count,
+            workers_count: scenario.workload.workers_count,
+            receivers_count: scenario.workload.receivers_count,
+            pending_batch: scenario.workload.pending_batch as usize,
+        };
+        let workload = &scenario.workload;
+        let roles = [
+            (Role::Writer, workload.writers_count),
+            (Role::Worker, workload.workers_count),
+            (Role::Receiver, workload.receivers_count),
+        ];
+        let slots: Vec<Slot> = roles
+            .into_iter()
+            .flat_map(|(role, count)| (0..count).map(move |index| ActorId::new(role, index)))
+            .map(|id| Slot {
+                id,
+                life: Life::Booting,
+                incarnation: 0,
+                token: 0,
+                waiting: false,
+                busy_streak: 0,
+                prng: Prng::derive(seed, &format!("{id}/decide")),
+                sched: Prng::derive(seed, &format!("{id}/sched")),
+                faults: Prng::derive(seed, &format!("{id}/faults")),
+            })
+            .collect();
+
+        let mut simulator = Simulator {
+            scenario,
+            seed,
+            world,
+            plan,
+            phase: Phase::Faults,
+            now: 0,
+            queue: Queue::default(),
+            slots,
+            system,
+            observer,
+            trace: Recorder::new(),
+            kills: KillCounters::default(),
+            net_prng: Prng::derive(seed, "net"),
+            probe_prng: Prng::derive(seed, "probe"),
+            requests: Default::default(),
+            in_flight: 0,
+            steps: 0,
+            probes: 0,
+            settled: false,
+            store_path,
+            receiver_path,
+        };
+        for slot in 0..simulator.slots.len() {
+            simulator.wake(slot, 0);
+        }
+        simulator.queue.push(scenario.run.ticks_fault, Event::Quiet);
+        simulator
+            .queue
+            .push(scenario.run.settle_check_ticks, Event::SettleCheck);
+        for (index, entry) in scenario.script.iter().enumerate() {
+            simulator.queue.push(entry.tick, Event::Script { index });
+        }
+        Ok(simulator)
+    }
+
+    /// Runs to the end and returns what happened. The actors' connections
+    /// are closed before this returns, so the files can be judged.
+    pub fn run(mut self) -> RunOutput {
+        let ticks_max = self.scenario.run.ticks_max;
+        while let Some((tick, event)) = self.queue.pop() {
+            if tick > ticks_max {
+                break;
+            }
+            self.now = tick;
+            match event {
+                Event::Step { slot, token } => self.step(slot, token),
+                Event::Deliver { to, message } => self.deliver(to, message),
+                Event::Restart { slot, incarnation } => self.restart(slot, incarnation),
+                Event::Quiet => self.quiet(),
+                Event::SettleCheck => self.settle_check(),
+                Event::Script { index } => self.script(index),
+            }
+            if self.settled {
+                break;
+            }
+        }
+        // Closing every connection rolls back what is open and checkpoints the WAL.
+        self.slots.clear();
+        drop(self.system);
+        drop(self.observer);
+        RunOutput {
+            seed: self.seed,
+            events: self.trace.into_events(),
+            plan: self.plan,
+            kills: self.kills,
+            trips: self.world.trips,
+            steps: self.steps,
+            ticks: self.now,
+            settled: self.settled,
+            store_path: self.store_path,
+            receiver_path: self.receiver_path,
+        }
+    }
+
+    fn record(&mut self, actor: ActorId, op: Op) {
+        self.trace.record(self.now, actor, op);
+    }
+
+    /// Replaces the slot's wake-up with one `delay` ticks from now.
+    fn wake(&mut self, slot: usize, delay: u64) {
+        let entry = &mut self.slots[slot];
+        entry.token += 1;
+        entry.waiting = false;
+        let token = entry.token;
+        self.queue.push(self.now + delay, Event::Step { slot, token });
+    }
+
+    /// One step's duration: 1..=step_ticks_max.
+    fn step_delay(&mut self, slot: usize) -> u64 {
+        let max = self.world.timing.step_ticks_max;
+        self.slots[slot].sched.range_inclusive(1, max)
+    }
+
+    fn step(&mut self, slot: usize, token: u64) {
+        if self.slots[slot].token != token {
+            return;
+        }
+        self.slots[slot].waiting = false;
+        self.steps += 1;
+        let next = match self.slots[slot].life {
+            Life::Down => return,
+            Life::Booting => self.boot(slot),
+            Life::Up(_) => self.actor_step(slot),
+        };
+        if next != Next::Busy {
+            self.slots[slot].busy_streak = 0;
+        }
+        match next {
+            Next::Busy => {
+                let entry = &mut self.slots[slot];
+                let cap = self.world.timing.busy_backoff_ticks_max;
+                let backoff = (1u64 << entry.busy_streak.min(20)).min(cap);
+                entry.busy_streak += 1;
+                let delay = backoff + entry.sched.range_inclusive(0, backoff);
+                self.wake(slot, delay);
+            }
+            Next::Continue => {
+                let delay = self.step_delay(slot);
+                self.wake(slot, delay);
+            }
+            Next::Sleep(ticks) => {
+                let delay = ticks + self.step_delay(slot) - 1;
+                self.wake(slot, delay);
+            }
+            Next::Wait { deadline } => {
+                match deadline {
+                    Some(deadline) => {
+                        let delay = deadline.saturating_sub(self.now).max(1);
+                        self.wake(slot, delay);
+                    }
+                    None => self.slots[slot].token += 1,
+                }
+                self.slots[slot].waiting = true;
+            }
+            Next::Killed(point) => self.kill(slot, point.name()),
+            Next::Crash => self.kill(slot, "crash"),
+        }
+    }
+
+    fn boot(&mut self, slot: usize) -> Next {
+        let role = self.slots[slot].id.role;
+        match Actor::open(role, &mut *self.system) {
+            Ok(actor) => {
+                let entry = &mut self.slots[slot];
+                entry.life = Life::Up(Box::new(actor));
+                let (id, incarnation) = (entry.id, entry.incarnation);
+                self.record(id, Op::Open { incarnation });
+                Next::Continue
+            }
+            Err(StoreError::Busy) => {
+                let id = self.slots[slot].id;
+                self.record(
+                    id,
+                    Op::Busy {
+                        step: "open".to_string(),
+                    },
+                );
+                Next::Busy
+            }
+            Err(error) => {
+                let id = self.slots[slot].id;
+                self.record(
+                    id,
+                    Op::Failed {
+                        step: "open".to_string(),
+                        error: error.to_string(),
+                    },
+                );
+                Next::Sleep(self.world.timing.poll_ticks)
+            }
+        }
+    }
+
+    fn actor_step(&mut self, slot: usize) -> Next {
+        let mut outgoing = Vec::new();
+        let Simulator {
+            slots,
+            world,
+            plan,
+            kills,
+            trace,
+            phase,
+            now,
+            ..
+        } = self;
+        let entry = &mut slots[slot];
+        let Life::Up(actor) = &mut entry.life else {
+            unreachable!("actor_step on an actor that is not up")
+        };
+        let mut ctx = Ctx {
+            now: *now,
+            me: entry.id,
+            incarnation: entry.incarnation,
+            prng: &mut entry.prng,
+            world,
+            kill: KillGate {
+                plan,
+                counters: kills,
+                prng: &mut entry.faults,
+                active: *phase == Phase::Faults,
+            },
+            trace,
+            outgoing: &mut outgoing,
+        };
+        let next = actor.step(&mut ctx);
+        let from = entry.id;
+        for (to, message) in outgoing {
+            self.send(from, to, message);
+        }
+        next
+    }
+
+    /// Puts a message on the wire: it may be lost or duplicated while faults
+    /// are on, and arrives after 1..=latency_ticks_max ticks.
+    fn send(&mut self, from: ActorId, to: Address, message: Message) {
+        let faults_on = self.phase == Phase::Faults;
+        if let Message::Request { request, reply_to } = &message
+            && reply_to.actor.role == Role::Worker
+            && !self.plan.key_conflict.is_zero()
+        {
+            self.requests
+                .entry(request.key.clone())
+                .or_insert_with(|| (request.kind.clone(), request.payload.clone()));
+        }
+        if faults_on && self.net_prng.chance(self.plan.net_drop) {
+            let op = Op::Lost {
+                key: message.key().to_string(),
+                to: to.actor,
+                reason: "dropped by the network".to_string(),
+            };
+            self.record(from, op);
+            return;
+        }
+        let mut copies = 1;
+        if faults_on && self.net_prng.chance(self.plan.net_duplicate) {
+            copies = 2;
+            let op = Op::Duplicated {
+                key: message.key().to_string(),
+                to: to.actor,
+            };
+            self.record(from, op);
+        }
+        for _ in 0..copies {
+            let latency = self.net_prng.range_inclusive(1, self.world.timing.latency_ticks_max);
+            self.in_flight += 1;
+            self.queue.push(
+                self.now + latency,
+                Event::Deliver {
+                    to,
+                    message: message.clone(),
+                },
+            );
+        }
+    }
+
+    fn slot_of(&self, id: ActorId) -> Option<usize> {
+        let workload = &self.scenario.workload;
+        let offset = match id.role {
+            Role::Writer => 0,
+            Role::Worker => workload.writers_count,
+            Role::Receiver => workload.writers_count + workload.workers_count,
+            Role::Prober | Role::Sim => return None,
+        };
+        Some((offset + id.index) as usize)
+    }
+
+    fn deliver(&mut self, to: Address, message: Message) {
+        self.in_flight -= 1;
+        if to.actor == ActorId::PROBER {
+            if let Message::Reply { key, outcome } = message {
+                self.record(ActorId::PROBER, Op::ProbeReply { key, outcome });
+            }
+            return;
+        }
+        let slot = self.slot_of(to.actor).expect("messages go to actors");
+        let entry = &mut self.slots[slot];
+        let alive = matches!(entry.life, Life::Up(_)) && to.incarnation.is_none_or(|life| life == entry.incarnation);
+        if !alive {
+            let op = Op::Lost {
+                key: message.key().to_string(),
+                to: to.actor,
+                reason: "recipient is down or restarted".to_string(),
+            };
+            self.record(ActorId::SIM, op);
+            return;
+        }
+        let probe = match &message {
+            Message::Reply { key, outcome } if outcome.result().is_some() => Some(key.clone()),
+            _ => None,
+        };
+        if let Life::Up(actor) = &mut entry.life {
+            actor.deliver(message);
+        }
+        if entry.waiting {
+            let delay = self.step_delay(slot);
+            self.wake(slot, delay);
+        }
+        if let Some(key) = probe {
+            self.maybe_probe(key);
+        }
+    }
+
+    /// After a confirmed reply, maybe send a rogue request that reuses the
+    /// key with other core parameters (I7).
+    fn maybe_probe(&mut self, key: String) {
+        if self.phase != Phase::Faults || !self.probe_prng.chance(self.plan.key_conflict) {
+            return;
+        }
+        let Some((kind, original)) = self.requests.get(&key).cloned() else {
+            return;
+        };
+        let Ok(mut fields) = payload::decode(&original) else {
+            return;
+        };
+        self.probes += 1;
+        fields.insert("probe".to_string(), self.probes.to_string());
+        let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let altered = payload::encode(&pairs);
+        let index = self.probe_prng.below(u64::from(self.world.receivers_count)) as u32;
+        let to = ActorId::new(Role::Receiver, index);
+        self.record(
+            ActorId::PROBER,
+            Op::Probe {
+                key: key.clone(),
+                to,
+                payload: altered.clone(),
+            },
+        );
+        let request = Request {
+            key,
+            kind,
+            payload: altered,
+            attempt: 0,
+            sent_tick: self.now,
+        };
+        let reply_to = Address {
+            actor: ActorId::PROBER,
+            incarnation: None,
+        };
+        self.send(
+            ActorId::PROBER,
+            Address {
+                actor: to,
+                incarnation: None,
+            },
+            Message::Request { request, reply_to },
+        );
+    }
+
+    /// Kills the actor: its connection closes (an open transaction rolls
+    /// back) and its memory is gone. It restarts after a seeded delay.
+    fn kill(&mut self, slot: usize, point: &str) {
+        let entry = &mut self.slots[slot];
+        if matches!(entry.life, Life::Down) {
+            return;
+        }
+        entry.life = Life::Down;
+        entry.incarnation += 1;
+        entry.token += 1;
+        entry.waiting = false;
+        let (id, incarnation) = (entry.id, entry.incarnation);
+        self.record(
+            id,
+            Op::Kill {
+                point: point.to_string(),
+            },
+        );
+        let timing = &self.world.timing;
+        let delay = match self.phase {
+            Phase::Faults => self.slots[slot]
+                .sched
+                .range_inclusive(timing.restart_ticks_min, timing.restart_ticks_max),
+            Phase::Quiet => 1,
+        };
+        self.queue
+            .push(self.now + delay.max(1), Event::Restart { slot, incarnation });
+    }
+
+    fn restart(&mut self, slot: usize, incarnation: u32) {
+        let entry = &mut self.slots[slot];
+        if entry.incarnation != incarnation || !matches!(entry.life, Life::Down) {
+            return;
+        }
+        entry.life = Life::Booting;
+        let id = entry.id;
+        self.record(id, Op::Restart { incarnation });
+        let delay = self.step_delay(slot);
+        self.wake(slot, delay);
+    }
+
+    fn quiet(&mut self) {
+        self.phase = Phase::Quiet;
+        self.record(ActorId::SIM, Op::Quiet);
+        for slot in 0..self.slots.len() {
+            let entry = &self.slots[slot];
+            if matches!(entry.life, Life::Down) {
+                let incarnation = entry.incarnation;
+                self.queue.push(self.now + 1, Event::Restart { slot, incarnation });
+            }
+        }
+    }
+
+    fn script(&mut self, index: usize) {
+        let target = self.scenario.script[index].kill.clone();
+        let targets = self.scenario.kill_targets(&target).unwrap_or_default();
+        for (role, actor) in targets {
+            if let Some(slot) = self.slot_of(ActorId::new(role, actor)) {
+                self.kill(slot, "script");
+            }
+        }
+    }
+
+    fn settle_check(&mut self) {
+        if self.is_settled() {
+            self.settled = true;
+            self.record(ActorId::SIM, Op::Settled);
+        } else {
+            self.queue
+                .push(self.now + self.scenario.run.settle_check_ticks, Event::SettleCheck);
+        }
+    }
+
+    /// Nothing in flight, every live actor idle, every workflow terminal and
+    /// the outbox drained. The cheap in-memory tests go first.
+    fn is_settled(&self) -> bool {
+        if self.in_flight > 0 {
+            return false;
+        }
+        let busy = self.slots.iter().any(|slot| match &slot.life {
+            Life::Up(actor) => !actor.is_idle(),
+            Life::Booting | Life::Down => false,
+        });
+        if busy {
+            return false;
+        }
+        let query = || -> rusqlite::Result<bool> {
+            let pending: i64 =
+                self.observer
+                    .query_row("SELECT COUNT(*) FROM outbox WHERE processed_at IS NULL", [], |row| {
+                        row.get(0)
+                    })?;
+            if pending > 0 {
+                return Ok(false);
+            }
+            let terminal: i64 = self.observer.query_row(
+                "SELECT COUNT(*) FROM events e
+                  WHERE e.seq = (SELECT MAX(seq) FROM events m WHERE m.workflow_id = e.workflow_id)
+                    AND e.kind IN (?1, ?2)",
+                [HOTEL_BOOKED, HOTEL_FAILED],
+                |row| row.get(0),
+            )?;
+            Ok(terminal as usize == self.world.trips.len())
+        };
+        // An observer read can only fail on a broken file; then it is not settled.
+        query().unwrap_or(false)
+    }
+}
+
+/// The trips the outside world requests, drawn from the seed.
+fn trips(scenario: &Scenario, seed: u64) -> Vec<TripRequest> {
+    let mut prng = Prng::derive(seed, "workload/trips");
+    let count = scenario.workload.trips_count;
+    let width = count.saturating_sub(1).to_string().len().max(3);
+    (0..count)
+        .map(|index| TripRequest {
+            trip_id: format!("trip-{index:0width$}"),
+            city: prng.pick(&CITIES).expect("cities").to_string(),
+        })
+        .collect()
+}

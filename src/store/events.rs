@@ -1,0 +1,78 @@
+//! The reference event store's SQL: load, heads, and the optimistic append.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::Result;
+use super::error::{StoreError, is_constraint};
+use crate::model::{Head, StoredEvent};
+
+/// The events of one workflow, ordered by `seq`.
+pub fn load(conn: &Connection, workflow_id: &str) -> Result<Vec<StoredEvent>> {
+    let mut statement =
+        conn.prepare_cached("SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY seq")?;
+    let rows = statement.query_map([workflow_id], |row| {
+        Ok(StoredEvent {
+            workflow_id: workflow_id.to_string(),
+            seq: row.get(0)?,
+            kind: row.get(1)?,
+            payload: row.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The head event of every workflow, with how many of its commands are done.
+pub fn heads(conn: &Connection) -> Result<Vec<Head>> {
+    // With MAX() as the only aggregate, SQLite takes the bare column `kind`
+    // from the row holding the maximum: one pass over the primary key.
+    let mut statement = conn.prepare_cached(
+        "SELECT h.workflow_id, h.seq, h.kind,
+                (SELECT COUNT(*) FROM outbox o
+                  WHERE o.workflow_id = h.workflow_id AND o.event_seq = h.seq
+                    AND o.processed_at IS NOT NULL)
+           FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
+          ORDER BY h.workflow_id",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(Head {
+            workflow_id: row.get(0)?,
+            last_seq: row.get(1)?,
+            kind: row.get(2)?,
+            commands_done: row.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The workflow's last `seq`, 0 if it has no events.
+pub fn last_seq(conn: &Connection, workflow_id: &str) -> Result<u64> {
+    let mut statement = conn.prepare_cached("SELECT MAX(seq) FROM events WHERE workflow_id = ?1")?;
+    let last: Option<u64> = statement
+        .query_row([workflow_id], |row| row.get(0))
+        .optional()?
+        .flatten();
+    Ok(last.unwrap_or(0))
+}
+
+/// Inserts at `expected_seq + 1` only if the head is still `expected_seq`.
+///
+/// The primary key alone rejects a writer whose `seq + 1` is taken; the head
+/// check also rejects one that would leave a gap. Either way the writer gets
+/// `Conflict` and must reload and decide again.
+pub fn insert(conn: &Connection, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+    let mut statement = conn.prepare_cached(
+        "INSERT INTO events (workflow_id, seq, kind, payload)
+         SELECT ?1, ?2 + 1, ?3, ?4
+          WHERE (SELECT COALESCE(MAX(seq), 0) FROM events WHERE workflow_id = ?1) = ?2",
+    )?;
+    let conflict = || StoreError::Conflict {
+        workflow_id: workflow_id.to_string(),
+        expected_seq,
+    };
+    match statement.execute(params![workflow_id, expected_seq, kind, payload]) {
+        Ok(1) => Ok(expected_seq + 1),
+        Ok(_) => Err(conflict()),
+        Err(error) if is_constraint(&error) => Err(conflict()),
+        Err(error) => Err(error.into()),
+    }
+}

@@ -1,0 +1,223 @@
+//! The storage protocol under test, as traits, and its reference
+//! implementation in plain rusqlite.
+//!
+//! Nothing in this module knows it is being simulated. The traits are the
+//! API a durable-workflow library would offer anyway, cut at the points
+//! where a real process can stop: a write transaction is `begin`, one
+//! `insert_event`, some `insert_command`s and `commit`, each a separate call,
+//! so the simulator can interleave other connections (and kill this one)
+//! between any two of them. The one-call conveniences (`append`,
+//! `append_with_commands`, `Receiver::handle`) are built from the same steps.
+//!
+//! - `Store`: one connection to the event store and outbox (`events`, `outbox`).
+//! - `Receiver`: one connection to an idempotent receiver's database.
+//! - `System`: opens those connections for one run (one set of files).
+//! - `Implementation`: a named way of building a `System`; the reference is
+//!   one, the mutants and the group committer of later issues are others.
+//!
+//! Modules: `connection` (open + PRAGMAs), `error`, `events` and `outbox`
+//! (the reference's SQL), `reference` (the reference `Store` and `System`),
+//! `receiver` (the reference `Receiver`), `service` (what the receiver's
+//! business effect computes), `registry` (implementations by name).
+
+pub mod connection;
+pub mod error;
+pub mod events;
+pub mod outbox;
+pub mod receiver;
+pub mod reference;
+pub mod registry;
+pub mod service;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use connection::{JournalMode, SqliteSettings, Synchronous};
+pub use error::StoreError;
+
+use crate::model::{Command, Head, OutboxRow, StoredEvent};
+use crate::ratio::Ratio;
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// One connection's view of the event store and the outbox.
+///
+/// Reads run outside any explicit transaction (each is one statement, one
+/// snapshot). Writes run inside `begin` .. `commit`/`rollback`, except
+/// `mark_done`, which is a single autocommitted statement.
+pub trait Store {
+    /// The events of one workflow, ordered by `seq`.
+    fn load(&mut self, workflow_id: &str) -> Result<Vec<StoredEvent>>;
+    /// The head event of every workflow that has one, ordered by id.
+    fn heads(&mut self) -> Result<Vec<Head>>;
+    /// The commands emitted by event `event_seq` of `workflow_id`, by index.
+    fn commands(&mut self, workflow_id: &str, event_seq: u64) -> Result<Vec<OutboxRow>>;
+    /// Up to `limit` pending outbox rows, oldest first.
+    fn pending(&mut self, limit: usize) -> Result<Vec<OutboxRow>>;
+
+    /// Starts a write transaction. `Busy` if another connection writes.
+    fn begin(&mut self) -> Result<()>;
+    /// Inserts the event at `expected_seq + 1`; `Conflict` if the workflow's
+    /// head is not `expected_seq`. Returns the `seq` it was stored at.
+    fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64>;
+    /// Enqueues the `index`-th command of event `event_seq`; returns its id.
+    fn insert_command(&mut self, workflow_id: &str, event_seq: u64, index: usize, command: &Command) -> Result<String>;
+    /// Commits the open transaction.
+    fn commit(&mut self) -> Result<()>;
+    /// Rolls the open transaction back; a no-op without one.
+    fn rollback(&mut self) -> Result<()>;
+
+    /// Marks a command done with the receiver's confirmed `result`. Returns
+    /// false if it was already done (another worker got there first).
+    fn mark_done(&mut self, command_id: &str, result: &str) -> Result<bool>;
+
+    /// `append` without commands.
+    fn append(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+        self.append_with_commands(workflow_id, expected_seq, kind, payload, &[])
+            .map(|(seq, _)| seq)
+    }
+
+    /// An event and all its commands in one transaction: both or neither.
+    fn append_with_commands(
+        &mut self,
+        workflow_id: &str,
+        expected_seq: u64,
+        kind: &str,
+        payload: &str,
+        commands: &[Command],
+    ) -> Result<(u64, Vec<String>)> {
+        self.begin()?;
+        let attempt = (|| {
+            let seq = self.insert_event(workflow_id, expected_seq, kind, payload)?;
+            let ids = commands
+                .iter()
+                .enumerate()
+                .map(|(index, command)| self.insert_command(workflow_id, seq, index, command))
+                .collect::<Result<Vec<_>>>()?;
+            self.commit()?;
+            Ok((seq, ids))
+        })();
+        if attempt.is_err() {
+            // The transaction may still be open; the original error is the one to report.
+            let _ = self.rollback();
+        }
+        attempt
+    }
+}
+
+/// A request to a receiver: the idempotency key, the command's core
+/// parameters (`kind` and `payload`), and delivery metadata that is *not*
+/// part of the operation's identity (a retry carries a new `attempt` and
+/// `sent_tick` but is the same operation).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub key: String,
+    pub kind: String,
+    pub payload: String,
+    pub attempt: u32,
+    pub sent_tick: u64,
+}
+
+/// What a receiver found for a request's key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "found", rename_all = "snake_case")]
+pub enum Lookup {
+    /// Never seen: apply it.
+    New,
+    /// Seen with the same core parameters: return the first result again.
+    Seen { result: String },
+    /// Seen with other core parameters: an error, never a silent reuse.
+    Conflict,
+}
+
+/// A receiver's answer to a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Applied { result: String },
+    Duplicate { result: String },
+    Conflict,
+}
+
+impl Outcome {
+    /// The confirmed result, if the request was applied now or before.
+    pub fn result(&self) -> Option<&str> {
+        match self {
+            Outcome::Applied { result } | Outcome::Duplicate { result } => Some(result),
+            Outcome::Conflict => None,
+        }
+    }
+}
+
+/// What applying a new request did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    pub effect_id: i64,
+    pub result: String,
+}
+
+/// One connection to an idempotent receiver's database. A request is handled
+/// as `begin`, `lookup`, then `apply` + `commit` for a new key, or `rollback`
+/// for a repeat or a conflict.
+pub trait Receiver {
+    fn begin(&mut self) -> Result<()>;
+    fn lookup(&mut self, request: &Request) -> Result<Lookup>;
+    /// Performs the business effect and records the key, its digest and the
+    /// result, in the open transaction.
+    fn apply(&mut self, request: &Request) -> Result<Applied>;
+    fn commit(&mut self) -> Result<()>;
+    fn rollback(&mut self) -> Result<()>;
+
+    /// The whole request in one call.
+    fn handle(&mut self, request: &Request) -> Result<Outcome> {
+        self.begin()?;
+        let attempt = (|| {
+            Ok(match self.lookup(request)? {
+                Lookup::New => {
+                    let applied = self.apply(request)?;
+                    self.commit()?;
+                    Outcome::Applied { result: applied.result }
+                }
+                Lookup::Seen { result } => {
+                    self.rollback()?;
+                    Outcome::Duplicate { result }
+                }
+                Lookup::Conflict => {
+                    self.rollback()?;
+                    Outcome::Conflict
+                }
+            })
+        })();
+        if attempt.is_err() {
+            let _ = self.rollback();
+        }
+        attempt
+    }
+}
+
+/// Where one run's databases live and how they are configured.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    pub store_path: PathBuf,
+    pub receiver_path: PathBuf,
+    pub store_sqlite: SqliteSettings,
+    pub receiver_sqlite: SqliteSettings,
+    /// The share of hotel bookings that fail terminally (decided from the
+    /// request, see `service`).
+    pub hotel_failure: Ratio,
+}
+
+/// The databases of one run; opens as many connections as the run needs.
+pub trait System {
+    fn open_store(&mut self) -> Result<Box<dyn Store>>;
+    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>>;
+}
+
+/// A named implementation of the protocol.
+pub trait Implementation: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// Creates the schemas (if needed) and returns the run's `System`.
+    fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>>;
+}

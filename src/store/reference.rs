@@ -1,0 +1,131 @@
+//! The reference implementation: the protocol done right, in plain rusqlite.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::receiver::ReferenceReceiver;
+use super::{
+    Implementation, Receiver, Result, SqliteSettings, Store, System, SystemConfig, connection, events, outbox,
+};
+use crate::model::{Command, Head, OutboxRow, StoredEvent};
+
+/// The event store and outbox over one connection.
+pub struct ReferenceStore {
+    conn: Connection,
+}
+
+impl ReferenceStore {
+    pub fn open(path: &Path, settings: &SqliteSettings) -> Result<ReferenceStore> {
+        Ok(ReferenceStore {
+            conn: connection::open(path, settings)?,
+        })
+    }
+
+    /// Creates the event store and outbox tables if they do not exist.
+    pub fn create_schema(path: &Path, settings: &SqliteSettings) -> Result<()> {
+        let conn = connection::open(path, settings)?;
+        conn.execute_batch(include_str!("schema.sql"))?;
+        Ok(())
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Store for ReferenceStore {
+    fn load(&mut self, workflow_id: &str) -> Result<Vec<StoredEvent>> {
+        events::load(&self.conn, workflow_id)
+    }
+
+    fn heads(&mut self) -> Result<Vec<Head>> {
+        events::heads(&self.conn)
+    }
+
+    fn commands(&mut self, workflow_id: &str, event_seq: u64) -> Result<Vec<OutboxRow>> {
+        outbox::of_event(&self.conn, workflow_id, event_seq)
+    }
+
+    fn pending(&mut self, limit: usize) -> Result<Vec<OutboxRow>> {
+        outbox::pending(&self.conn, limit)
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        // IMMEDIATE takes the write lock now: a deferred transaction that read
+        // first could not be upgraded after another commit (SQLITE_BUSY_SNAPSHOT).
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(())
+    }
+
+    fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+        events::insert(&self.conn, workflow_id, expected_seq, kind, payload)
+    }
+
+    fn insert_command(&mut self, workflow_id: &str, event_seq: u64, index: usize, command: &Command) -> Result<String> {
+        outbox::insert(&self.conn, workflow_id, event_seq, index, command)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("ROLLBACK")?;
+        }
+        Ok(())
+    }
+
+    fn mark_done(&mut self, command_id: &str, result: &str) -> Result<bool> {
+        outbox::mark_done(&self.conn, command_id, result)
+    }
+}
+
+/// The reference's databases for one run.
+pub struct ReferenceSystem {
+    config: SystemConfig,
+}
+
+impl ReferenceSystem {
+    pub fn create(config: &SystemConfig) -> Result<ReferenceSystem> {
+        ReferenceStore::create_schema(&config.store_path, &config.store_sqlite)?;
+        ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
+        Ok(ReferenceSystem { config: config.clone() })
+    }
+}
+
+impl System for ReferenceSystem {
+    fn open_store(&mut self) -> Result<Box<dyn Store>> {
+        Ok(Box::new(ReferenceStore::open(
+            &self.config.store_path,
+            &self.config.store_sqlite,
+        )?))
+    }
+
+    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
+        Ok(Box::new(ReferenceReceiver::open(
+            &self.config.receiver_path,
+            &self.config.receiver_sqlite,
+            self.config.hotel_failure,
+        )?))
+    }
+}
+
+/// The reference implementation, by name.
+pub struct Reference;
+
+impl Implementation for Reference {
+    fn name(&self) -> &'static str {
+        "reference"
+    }
+
+    fn description(&self) -> &'static str {
+        "the protocol done right: optimistic append, event and commands in one transaction, idempotent receiver"
+    }
+
+    fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
+        Ok(Box::new(ReferenceSystem::create(config)?))
+    }
+}

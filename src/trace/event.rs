@@ -1,0 +1,185 @@
+//! `TraceEvent`: one recorded step of a run.
+//!
+//! A trace line holds the tick, the actor and what it did, with ids and
+//! outcomes but never a path, a wall-clock time or SQLite's `created_at`:
+//! the same scenario and seed must give the same bytes in any directory on
+//! any machine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::actors::ActorId;
+use crate::store::{Lookup, Outcome};
+
+/// One trace line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub tick: u64,
+    pub actor: ActorId,
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// An append a writer's transaction committed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Appended {
+    pub workflow_id: String,
+    pub expected_seq: u64,
+    pub seq: u64,
+    pub kind: String,
+    /// The state the writer decided from (`Trip::digest`).
+    pub state: String,
+    pub command_ids: Vec<String>,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    // Lifecycle, recorded by the simulator.
+    /// The actor opened its connection (its `incarnation`-th life).
+    Open {
+        incarnation: u32,
+    },
+    /// The simulator killed the actor at a kill point (or by script).
+    Kill {
+        point: String,
+    },
+    /// The actor's restart was scheduled to begin now.
+    Restart {
+        incarnation: u32,
+    },
+    /// The fault phase ended.
+    Quiet,
+    /// Every workflow is terminal, the outbox is drained and nothing is in flight.
+    Settled,
+
+    // Writers.
+    /// Looked for work: `candidates` workflows could take a step.
+    Heads {
+        candidates: usize,
+    },
+    /// Loaded and replayed a workflow.
+    Load {
+        workflow_id: String,
+        last_seq: u64,
+        phase: String,
+    },
+    /// Looked up the result of the command the workflow waits for.
+    Awaiting {
+        command_id: String,
+        done: bool,
+    },
+    /// Decided the next event from the replayed state.
+    Decide {
+        workflow_id: String,
+        expected_seq: u64,
+        kind: String,
+        state: String,
+    },
+    Begin,
+    InsertEvent {
+        workflow_id: String,
+        expected_seq: u64,
+        seq: u64,
+    },
+    /// The append was rejected: another writer moved the head (a stale writer).
+    Conflict {
+        workflow_id: String,
+        expected_seq: u64,
+    },
+    InsertCommand {
+        command_id: String,
+    },
+    Commit {
+        appended: Vec<Appended>,
+    },
+    Rollback,
+
+    // Workers.
+    Pending {
+        command_ids: Vec<String>,
+    },
+    Send {
+        command_id: String,
+        key: String,
+        to: ActorId,
+        attempt: u32,
+    },
+    Reply {
+        key: String,
+        #[serde(flatten)]
+        outcome: Outcome,
+    },
+    Timeout {
+        key: String,
+        attempt: u32,
+    },
+    MarkDone {
+        command_id: String,
+        changed: bool,
+    },
+
+    // Receivers.
+    Receive {
+        key: String,
+        from: ActorId,
+    },
+    Lookup {
+        key: String,
+        #[serde(flatten)]
+        found: Lookup,
+    },
+    Apply {
+        key: String,
+        effect_id: i64,
+        result: String,
+    },
+    Respond {
+        key: String,
+        to: ActorId,
+        #[serde(flatten)]
+        outcome: Outcome,
+    },
+
+    // The network and the prober.
+    /// A message was lost: dropped by a fault or addressed to a dead actor.
+    Lost {
+        key: String,
+        to: ActorId,
+        reason: String,
+    },
+    /// A message was duplicated by a fault.
+    Duplicated {
+        key: String,
+        to: ActorId,
+    },
+    /// A rogue request reusing `key` with other core parameters was sent.
+    Probe {
+        key: String,
+        to: ActorId,
+        payload: String,
+    },
+    /// The receiver's answer to a probe.
+    ProbeReply {
+        key: String,
+        #[serde(flatten)]
+        outcome: Outcome,
+    },
+
+    /// A hint sent to another actor (see `sim::net::Message::Nudge`).
+    Nudge {
+        workflow_id: String,
+        to: ActorId,
+    },
+
+    // Any actor.
+    /// The step met a lock held by another connection and will be retried.
+    Busy {
+        step: String,
+    },
+    /// The step failed for another reason.
+    Failed {
+        step: String,
+        error: String,
+    },
+}

@@ -1,0 +1,10 @@
+//! The trace: every step of a run, recorded (`recorder`), typed (`event`)
+//! and rendered for people (`render`). Replay compares traces; checkers read
+//! them as the run's history.
+
+pub mod event;
+pub mod recorder;
+pub mod render;
+
+pub use event::{Appended, Op, TraceEvent};
+pub use recorder::{Recorder, trace_hash};

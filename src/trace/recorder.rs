@@ -1,0 +1,69 @@
+//! `Recorder`: the trace of one run, its JSON Lines form and its digest.
+//!
+//! The digest is SHA-256 over the JSON Lines text, so anyone can recompute
+//! it from a `trace.jsonl` with `sha256sum`; the first 16 hex digits are the
+//! run's trace hash. (`DefaultHasher` would not do: its output may change
+//! between Rust releases.)
+
+use sha2::{Digest, Sha256};
+
+use super::event::{Op, TraceEvent};
+use crate::actors::ActorId;
+use crate::store::service::hex16;
+
+#[derive(Default)]
+pub struct Recorder {
+    events: Vec<TraceEvent>,
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    pub fn record(&mut self, tick: u64, actor: ActorId, op: Op) {
+        self.events.push(TraceEvent { tick, actor, op });
+    }
+
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.events
+    }
+
+    pub fn into_events(self) -> Vec<TraceEvent> {
+        self.events
+    }
+}
+
+/// One event as its JSON line (without the newline).
+pub fn line(event: &TraceEvent) -> String {
+    serde_json::to_string(event).expect("trace events always serialise")
+}
+
+/// The whole trace as JSON Lines.
+pub fn jsonl(events: &[TraceEvent]) -> String {
+    let mut text = String::with_capacity(events.len() * 96);
+    for event in events {
+        text.push_str(&line(event));
+        text.push('\n');
+    }
+    text
+}
+
+/// The trace hash: the first 16 hex digits of SHA-256 over the JSON Lines.
+pub fn trace_hash(events: &[TraceEvent]) -> String {
+    hash_jsonl(&jsonl(events))
+}
+
+/// The trace hash of trace text already rendered as JSON Lines.
+pub fn hash_jsonl(text: &str) -> String {
+    hex16(&Sha256::digest(text.as_bytes()))
+}
+
+/// Parses JSON Lines back into events (for `replay --against`, reports and tests).
+pub fn parse_jsonl(text: &str) -> Result<Vec<TraceEvent>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(number, line)| serde_json::from_str(line).map_err(|e| format!("trace line {}: {e}", number + 1)))
+        .collect()
+}

@@ -1,0 +1,109 @@
+//! Renders trace events as aligned lines for people:
+//! `   812  writer-3   insert_event trip-007 expected_seq=2 seq=3`.
+
+use std::fmt::Write;
+
+use super::event::{Op, TraceEvent};
+use crate::store::{Lookup, Outcome};
+
+/// One event as a human line.
+pub fn line(event: &TraceEvent) -> String {
+    format!(
+        "{:>8}  {:<12} {}",
+        event.tick,
+        event.actor.to_string(),
+        describe(&event.op)
+    )
+}
+
+fn outcome(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Applied { result } => format!("applied {result}"),
+        Outcome::Duplicate { result } => format!("duplicate {result}"),
+        Outcome::Conflict => "CONFLICT".to_string(),
+    }
+}
+
+/// The op part of a line.
+pub fn describe(op: &Op) -> String {
+    match op {
+        Op::Open { incarnation } => format!("open (life {incarnation})"),
+        Op::Kill { point } => format!("** KILL at {point} **"),
+        Op::Restart { incarnation } => format!("restart (life {incarnation})"),
+        Op::Quiet => "== quiet phase: faults off, everyone restarts ==".to_string(),
+        Op::Settled => "== settled: all workflows terminal, outbox drained ==".to_string(),
+        Op::Heads { candidates } => format!("heads: {candidates} candidate(s)"),
+        Op::Load {
+            workflow_id,
+            last_seq,
+            phase,
+        } => format!("load {workflow_id} last_seq={last_seq} phase={phase}"),
+        Op::Awaiting { command_id, done } => {
+            format!("awaiting {command_id}: {}", if *done { "done" } else { "pending" })
+        }
+        Op::Decide {
+            workflow_id,
+            expected_seq,
+            kind,
+            ..
+        } => format!("decide {workflow_id} {kind} from seq {expected_seq}"),
+        Op::Begin => "begin".to_string(),
+        Op::InsertEvent {
+            workflow_id,
+            expected_seq,
+            seq,
+        } => format!("insert_event {workflow_id} expected_seq={expected_seq} seq={seq}"),
+        Op::Conflict {
+            workflow_id,
+            expected_seq,
+        } => format!("STALE {workflow_id}: head moved past {expected_seq}"),
+        Op::InsertCommand { command_id } => format!("insert_command {command_id}"),
+        Op::Commit { appended } => {
+            let mut text = "commit".to_string();
+            for append in appended {
+                let _ = write!(text, " {}#{} {}", append.workflow_id, append.seq, append.kind);
+            }
+            text
+        }
+        Op::Rollback => "rollback".to_string(),
+        Op::Pending { command_ids } => format!("pending [{}]", command_ids.join(", ")),
+        Op::Send {
+            command_id,
+            key,
+            to,
+            attempt,
+        } => {
+            if command_id == key {
+                format!("send {command_id} -> {to} (attempt {attempt})")
+            } else {
+                format!("send {command_id} as key {key} -> {to} (attempt {attempt})")
+            }
+        }
+        Op::Reply { key, outcome: o } => format!("reply {key}: {}", outcome(o)),
+        Op::Timeout { key, attempt } => format!("timeout {key} (attempt {attempt}): outcome unknown"),
+        Op::MarkDone { command_id, changed } => {
+            format!(
+                "mark_done {command_id}{}",
+                if *changed { "" } else { " (already done)" }
+            )
+        }
+        Op::Receive { key, from } => format!("receive {key} from {from}"),
+        Op::Lookup { key, found } => {
+            let found = match found {
+                Lookup::New => "new".to_string(),
+                Lookup::Seen { result } => format!("seen {result}"),
+                Lookup::Conflict => "CONFLICT".to_string(),
+            };
+            format!("lookup {key}: {found}")
+        }
+        Op::Apply { key, effect_id, result } => format!("apply {key} effect #{effect_id} {result}"),
+        Op::Respond { key, to, outcome: o } => format!("respond {key} -> {to}: {}", outcome(o)),
+        Op::Lost { key, to, reason } => format!("lost {key} -> {to} ({reason})"),
+        Op::Duplicated { key, to } => format!("duplicated {key} -> {to}"),
+        Op::Probe { key, to, payload } => format!("probe {key} -> {to} with {payload}"),
+        Op::ProbeReply { key, outcome: o } => format!("probe reply {key}: {}", outcome(o)),
+        Op::Nudge { workflow_id, to } => format!("nudge {to} about {workflow_id}"),
+        Op::Busy { step } => format!("{step}: busy, retry later"),
+        Op::Failed { step, error } => format!("{step} FAILED: {error}"),
+    }
+}

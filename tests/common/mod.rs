@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crashsim::runner::{Options, SeedResult, run_seed};
+use crashsim::scenario::{self, Loaded};
+
+/// The repository root (tests run with it as the working directory).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn load(relative: &str) -> Loaded {
+    scenario::load(&root().join(relative)).expect("scenario loads")
+}
+
+/// A fresh directory where the runner puts seeds by default (tmpfs if any).
+pub fn work_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(crashsim::runner::default_work_dir()).expect("work dir")
+}
+
+pub fn options(work_dir: &Path) -> Options {
+    Options {
+        work_dir: work_dir.to_path_buf(),
+        keep_failed: false,
+        keep_traces: true,
+    }
+}
+
+pub fn run(loaded: &Loaded, seed: u64, work_dir: &Path) -> SeedResult {
+    run_seed(loaded, seed, &options(work_dir)).expect("seed runs")
+}
+
+/// Runs the crashsim binary from the repository root.
+pub fn crashsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_crashsim"))
+        .args(args)
+        .current_dir(root())
+        .env("CI", "true")
+        .output()
+        .expect("crashsim runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

@@ -1,0 +1,115 @@
+//! Replay round trip: the command a failing seed prints reproduces its trace
+//! hash and verdict, and `replay` agrees with `run` for passing seeds too.
+
+mod common;
+
+use common::{crashsim, stderr, stdout};
+use serde_json::Value;
+
+/// The per-seed JSON lines of `run --format json`, by seed.
+fn run_json(args: &[&str]) -> (i32, Vec<Value>) {
+    let output = crashsim(args);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON line"))
+        .collect();
+    (output.status.code().unwrap(), lines)
+}
+
+#[test]
+fn the_printed_replay_command_reproduces_a_failure() {
+    let run = crashsim(&["run", "tests/fixtures/starved.toml", "--seeds", "3", "--no-report"]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let text = stdout(&run);
+    let command = text
+        .lines()
+        .find_map(|line| line.strip_prefix("note: replay with `"))
+        .and_then(|rest| rest.strip_suffix('`'))
+        .expect("a replay command is printed");
+    // The printed command may go through cargo; run what follows `replay`.
+    let (_, args) = command.split_once(" replay ").expect("a replay subcommand");
+    let mut replay_args = vec!["replay"];
+    replay_args.extend(args.split_whitespace());
+    let seed: u64 = args.split_whitespace().last().unwrap().parse().unwrap();
+
+    let (_, lines) = run_json(&[
+        "run",
+        "tests/fixtures/starved.toml",
+        "--seed",
+        &seed.to_string(),
+        "--format",
+        "json",
+        "--no-report",
+    ]);
+    let recorded = &lines[0];
+    assert_eq!(recorded["ok"], false);
+
+    let mut json_args = replay_args.clone();
+    json_args.extend(["--format", "json", "--quiet"]);
+    let (code, replayed) = run_json(&json_args);
+    assert_eq!(code, 1, "the replay fails like the run did");
+    let verdict = replayed.last().unwrap();
+    assert_eq!(verdict["trace_hash"], recorded["trace_hash"]);
+    assert_eq!(verdict["violations"], recorded["violations"]);
+    assert!(verdict["violations"][0]["invariant"] == "I10");
+
+    let human = crashsim(&replay_args);
+    assert_eq!(human.status.code(), Some(1));
+    let text = stdout(&human);
+    assert!(text.contains(recorded["trace_hash"].as_str().unwrap()), "{text}");
+    assert!(text.contains("verdict: FAIL"), "{text}");
+}
+
+#[test]
+fn replay_agrees_with_run_on_a_passing_seed() {
+    let (code, lines) = run_json(&[
+        "run",
+        "scenarios/contention.toml",
+        "--seed",
+        "0x5eed",
+        "--format",
+        "json",
+        "--no-report",
+    ]);
+    assert_eq!(code, 0);
+    let (seed_line, summary) = (&lines[0], lines.last().unwrap());
+    assert_eq!(summary["summary"], true);
+    assert_eq!(seed_line["seed"], 0x5eed);
+    let hash = seed_line["trace_hash"].as_str().unwrap();
+
+    // The scenario's own `seed` is the default for replay.
+    let replay = crashsim(&["replay", "scenarios/contention.toml", "--expect-hash", hash]);
+    assert_eq!(replay.status.code(), Some(0), "{}{}", stdout(&replay), stderr(&replay));
+    assert!(stdout(&replay).contains("verdict: PASS"));
+
+    let wrong = crashsim(&[
+        "replay",
+        "scenarios/contention.toml",
+        "--quiet",
+        "--expect-hash",
+        "0000000000000000",
+    ]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(stderr(&wrong).contains("non-determinism"), "{}", stderr(&wrong));
+}
+
+#[test]
+fn the_trace_hash_is_the_sha256_of_the_written_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().to_str().unwrap();
+    let run = crashsim(&["run", "tests/fixtures/starved.toml", "--seed", "5", "--report", report]);
+    assert_eq!(run.status.code(), Some(1));
+    let seed_dir = dir.path().join("starved").join("5");
+    let trace = std::fs::read_to_string(seed_dir.join("trace.jsonl")).unwrap();
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(seed_dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(
+        crashsim::trace::recorder::hash_jsonl(&trace),
+        result["trace_hash"].as_str().unwrap()
+    );
+    let events = crashsim::trace::recorder::parse_jsonl(&trace).unwrap();
+    assert!(!events.is_empty());
+    assert!(seed_dir.join("trace.txt").exists());
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("starved/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failed"], 1);
+}
