@@ -73,8 +73,9 @@ impl Worker {
             State::Working { batch, current } => {
                 if current.is_none() {
                     let Some(row) = batch.pop_front() else {
+                        // Batch done: look for more in this same step.
                         self.state = State::Idle;
-                        return Next::Continue;
+                        return self.read_pending(ctx).unwrap_or_else(|next| next);
                     };
                     *current = Some(Box::new(Delivery {
                         key: row.command_id.clone(),

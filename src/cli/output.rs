@@ -62,8 +62,15 @@ pub fn kill_table(kills: &std::collections::BTreeMap<&'static str, KillCount>) -
     text
 }
 
-/// The lines that describe a failing seed.
-pub fn failure_lines(seed: u64, violations: &[Violation], replay: &str, report: Option<&Path>) -> String {
+/// The lines that describe a failing seed. `faults` is the seed's drawn
+/// fault mix, printed when it differs per seed (swarm mode).
+pub fn failure_lines(
+    seed: u64,
+    violations: &[Violation],
+    faults: Option<&str>,
+    replay: &str,
+    report: Option<&Path>,
+) -> String {
     let mut text = String::new();
     if let Some(first) = violations.first() {
         let more = match violations.len() {
@@ -71,6 +78,9 @@ pub fn failure_lines(seed: u64, violations: &[Violation], replay: &str, report: 
             n => format!(" (+{} more)", n - 1),
         };
         let _ = writeln!(text, "error: seed={seed} {first}{more}");
+    }
+    if let Some(faults) = faults {
+        let _ = writeln!(text, "note: faults drawn for this seed: {faults}");
     }
     let _ = writeln!(text, "note: replay with `{replay}`");
     if let Some(dir) = report {

@@ -62,7 +62,13 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
                 write!(
                     out,
                     "{}",
-                    failure_lines(seed, &result.violations, &replay_command(&args.scenario, seed), None)
+                    failure_lines(
+                        seed,
+                        &result.violations,
+                        None,
+                        &replay_command(&args.scenario, seed),
+                        None
+                    )
                 )?;
             }
         }

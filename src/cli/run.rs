@@ -218,7 +218,7 @@ fn run_scenario(
         }
     }
     if human {
-        print_human(&summary, &results, &report_dirs);
+        print_human(&summary, loaded.scenario.faults.swarm, &results, &report_dirs);
     } else {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
@@ -231,17 +231,19 @@ fn run_scenario(
     Ok(summary)
 }
 
-fn print_human(summary: &ScenarioSummary, results: &[SeedResult], report_dirs: &BTreeMap<u64, std::path::PathBuf>) {
+fn print_human(
+    summary: &ScenarioSummary,
+    swarm: bool,
+    results: &[SeedResult],
+    report_dirs: &BTreeMap<u64, std::path::PathBuf>,
+) {
     for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
         let replay = replay_command(std::path::Path::new(&summary.path), result.seed);
+        let swarm_mix = swarm.then_some(result.faults.as_str());
+        let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
         print!(
             "{}",
-            failure_lines(
-                result.seed,
-                &result.violations,
-                &replay,
-                report_dirs.get(&result.seed).map(|d| d.as_path())
-            )
+            failure_lines(result.seed, &result.violations, swarm_mix, &replay, report)
         );
         if let Some(dir) = &result.kept_dir {
             println!("note: databases kept in {}", dir.display());
