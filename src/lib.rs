@@ -9,6 +9,7 @@
 //! - `store`     the code under test: traits and the reference rusqlite implementation; unaware of the sim.
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
+//! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
@@ -21,6 +22,7 @@ pub mod check;
 pub mod cli;
 pub mod exit;
 pub mod model;
+pub mod mutants;
 pub mod platform;
 pub mod ratio;
 pub mod report;

@@ -69,7 +69,7 @@ pub struct Options {
 /// Runs one seed of one scenario.
 pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedResult, RunError> {
     let dir = tempfile::Builder::new()
-        .prefix(&format!("crashsim-{}-{seed}-", loaded.name))
+        .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)
         .map_err(|source| RunError::WorkDir {
             seed,
@@ -87,6 +87,10 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
         trips: &output.trips,
         settled: output.settled,
         ticks_max: loaded.scenario.run.ticks_max,
+        synchronous: check::Expected {
+            store: loaded.scenario.sqlite.store_settings().synchronous.level(),
+            receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
+        },
     });
     let ok = violations.is_empty();
     let kept_dir = if !ok && options.keep_failed {
@@ -95,7 +99,7 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
         None
     };
     Ok(SeedResult {
-        scenario: loaded.name.clone(),
+        scenario: loaded.label(),
         seed,
         ok,
         violations,

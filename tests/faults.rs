@@ -18,6 +18,7 @@ fn scenario(name: &str, text: &str) -> Loaded {
         name: name.to_string(),
         scenario: parse(text, &path).expect("valid scenario"),
         path,
+        mutant: None,
     }
 }
 

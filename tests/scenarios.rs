@@ -10,7 +10,7 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 4] = ["smoke", "contention", "crash_storm", "swarm"];
+const SHIPPED: [&str; 5] = ["smoke", "contention", "crash_storm", "swarm", "sync_normal"];
 
 fn passes(name: &str) {
     let loaded = load(&format!("scenarios/{name}.toml"));
@@ -70,4 +70,9 @@ fn every_shipped_scenario_is_tested() {
     let mut shipped: Vec<String> = SHIPPED.iter().map(|s| s.to_string()).collect();
     shipped.sort();
     assert_eq!(found, shipped);
+}
+
+#[test]
+fn sync_normal() {
+    passes("sync_normal");
 }

@@ -48,7 +48,7 @@ enum Transition {
     Heads,
     Pending(usize),
     Commands(String, u64),
-    MarkDone(String, String),
+    MarkDone(String, Option<String>),
     Reopen,
 }
 
@@ -84,13 +84,14 @@ impl ReferenceStateMachine for StoreModel {
             },
         );
         let ids: Vec<String> = state.outbox.iter().map(|row| row.command_id.clone()).collect();
-        let mark = (any::<prop::sample::Index>(), 0u8..3, any::<bool>()).prop_map(move |(index, result, known)| {
+        let mark = (any::<prop::sample::Index>(), 0u8..4, any::<bool>()).prop_map(move |(index, result, known)| {
             let id = if known && !ids.is_empty() {
                 ids[index.index(ids.len())].clone()
             } else {
                 "wf-z:1:0".to_string()
             };
-            Transition::MarkDone(id, format!(r#"{{"r":"{result}"}}"#))
+            // Result 3 stands for "no result yet" (an early mark).
+            Transition::MarkDone(id, (result < 3).then(|| format!(r#"{{"r":"{result}"}}"#)))
         });
         let workflow = prop::sample::select(WORKFLOWS.to_vec()).prop_map(str::to_string);
         prop_oneof![
@@ -138,13 +139,16 @@ impl ReferenceStateMachine for StoreModel {
                 }
             }
             Transition::MarkDone(id, result) => {
-                match state.outbox.iter_mut().find(|row| &row.command_id == id && !row.done) {
-                    Some(row) => {
+                // Pending rows are marked (with or without a result); a row marked
+                // without one takes the first result that comes; nothing else changes.
+                let row = state.outbox.iter_mut().find(|row| &row.command_id == id);
+                match row {
+                    Some(row) if !row.done || (row.result.is_none() && result.is_some()) => {
                         row.done = true;
-                        row.result = Some(result.clone());
+                        row.result = result.clone();
                         Expect::Changed(true)
                     }
-                    None => Expect::Changed(false),
+                    _ => Expect::Changed(false),
                 }
             }
             _ => Expect::Nothing,
@@ -199,7 +203,7 @@ impl StateMachineTest for Sut {
                 }
             }
             Transition::MarkDone(id, result) => {
-                let changed = sut.store.mark_done(&id, &result).unwrap();
+                let changed = sut.store.mark_done(&id, result.as_deref()).unwrap();
                 assert_eq!(Some(&Expect::Changed(changed)), model.expect.as_ref());
             }
             Transition::Load(workflow_id) => {

@@ -76,6 +76,15 @@ impl Actor {
         }
     }
 
+    /// The actor's connection, for read-only probes of its settings.
+    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+        match self {
+            Actor::Writer(writer) => writer.connection(),
+            Actor::Worker(worker) => worker.connection(),
+            Actor::Receiver(receiver) => receiver.connection(),
+        }
+    }
+
     /// True if the actor holds no work in progress (no transaction, no
     /// batch, no queued request).
     pub fn is_idle(&self) -> bool {

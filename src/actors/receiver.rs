@@ -48,6 +48,10 @@ impl ReceiverActor {
         }
     }
 
+    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+        self.receiver.connection()
+    }
+
     pub fn is_idle(&self) -> bool {
         self.current.is_none() && self.inbox.is_empty()
     }

@@ -41,9 +41,15 @@ struct Delivery {
 }
 
 enum Stage {
+    /// Only for an engine that marks rows done before delivering them.
+    MarkEarly,
     Send,
-    Await { deadline: u64 },
-    MarkDone { result: String },
+    Await {
+        deadline: u64,
+    },
+    MarkDone {
+        result: String,
+    },
 }
 
 impl Worker {
@@ -53,6 +59,10 @@ impl Worker {
             state: State::Idle,
             replies: Vec::new(),
         }
+    }
+
+    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+        self.store.connection()
     }
 
     pub fn is_idle(&self) -> bool {
@@ -77,11 +87,16 @@ impl Worker {
                         self.state = State::Idle;
                         return self.read_pending(ctx).unwrap_or_else(|next| next);
                     };
+                    let stage = if ctx.world.engine.mark_done_before_delivery() {
+                        Stage::MarkEarly
+                    } else {
+                        Stage::Send
+                    };
                     *current = Some(Box::new(Delivery {
-                        key: row.command_id.clone(),
+                        key: String::new(),
                         row,
                         attempt: 1,
-                        stage: Stage::Send,
+                        stage,
                     }));
                 }
                 let delivery = current.as_mut().expect("set above");
@@ -128,10 +143,19 @@ fn deliver_step(
     delivery: &mut Delivery,
 ) -> (Next, bool) {
     match &delivery.stage {
+        Stage::MarkEarly => match mark_done(ctx, store, &delivery.row, None) {
+            Ok(next) => {
+                delivery.stage = Stage::Send;
+                (next, false)
+            }
+            Err(next) => (next, false),
+        },
         Stage::Send => {
             if ctx.kill_point(KillPoint::WorkerBeforeDeliver) {
                 return (Next::Killed(KillPoint::WorkerBeforeDeliver), false);
             }
+            let nonce = ctx.prng.next_u64();
+            delivery.key = ctx.world.engine.idempotency_key(&delivery.row, delivery.attempt, nonce);
             let index = ctx.prng.below(u64::from(ctx.world.receivers_count)) as u32;
             let to = ActorId::new(Role::Receiver, index);
             let request = Request {
@@ -213,26 +237,30 @@ fn deliver_step(
                 }
             }
         }
-        Stage::MarkDone { result } => {
-            if ctx.kill_point(KillPoint::WorkerBeforeMarkDone) {
-                return (Next::Killed(KillPoint::WorkerBeforeMarkDone), false);
-            }
-            let marked = store.mark_done(&delivery.row.command_id, result);
-            let changed = match retry_or_crash(ctx, "mark_done", marked) {
-                Ok(changed) => changed,
-                Err(next) => return (next, false),
-            };
-            ctx.record(Op::MarkDone {
-                command_id: delivery.row.command_id.clone(),
-                changed,
-            });
-            if ctx.kill_point(KillPoint::WorkerAfterMarkDone) {
-                return (Next::Killed(KillPoint::WorkerAfterMarkDone), false);
-            }
-            if changed {
-                ctx.nudge(Role::Writer, &delivery.row.workflow_id);
-            }
-            (Next::Continue, true)
-        }
+        Stage::MarkDone { result } => match mark_done(ctx, store, &delivery.row, Some(result)) {
+            Ok(next) => (next, true),
+            Err(next) => (next, false),
+        },
     }
+}
+
+/// The mark-done step with its kill points; `Err` if the step must be
+/// retried or the worker dies.
+fn mark_done(ctx: &mut Ctx<'_>, store: &mut dyn Store, row: &OutboxRow, result: Option<&str>) -> Result<Next, Next> {
+    if ctx.kill_point(KillPoint::WorkerBeforeMarkDone) {
+        return Err(Next::Killed(KillPoint::WorkerBeforeMarkDone));
+    }
+    let changed = retry_or_crash(ctx, "mark_done", store.mark_done(&row.command_id, result))?;
+    ctx.record(Op::MarkDone {
+        command_id: row.command_id.clone(),
+        changed,
+    });
+    if ctx.kill_point(KillPoint::WorkerAfterMarkDone) {
+        return Err(Next::Killed(KillPoint::WorkerAfterMarkDone));
+    }
+    // Only a result is news for the writers.
+    if changed && result.is_some() {
+        ctx.nudge(Role::Writer, &row.workflow_id);
+    }
+    Ok(Next::Continue)
 }

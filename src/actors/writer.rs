@@ -13,15 +13,15 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::{Next, Role, retry_or_crash};
+use super::{ActorId, Next, Role, retry_or_crash};
 use crate::model::{Command, Event};
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
-use crate::sim::net::Message;
-use crate::store::{Store, StoreError};
+use crate::sim::net::{Address, Message};
+use crate::store::{Request, Store, StoreError};
 use crate::trace::{Appended, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
-use crate::workflow::{Replayed, decide, replay};
+use crate::workflow::{Replayed, decide};
 
 pub struct Writer {
     store: Box<dyn Store>,
@@ -55,6 +55,8 @@ enum Stage {
     Begin,
     InsertEvent,
     InsertCommand(usize),
+    /// Only for an engine that sends commands before committing.
+    Dispatch,
     Commit,
     /// Roll back after a conflict, then reload and decide again.
     Rollback,
@@ -75,6 +77,10 @@ impl Writer {
         {
             self.hints.push_back(workflow_id);
         }
+    }
+
+    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+        self.store.connection()
     }
 
     pub fn is_idle(&self) -> bool {
@@ -136,7 +142,11 @@ impl Writer {
                 workflow_id: workflow_id.clone(),
             }
         })?;
-        let replayed = match replay(&workflow_id, &events) {
+        let engine = ctx.world.engine;
+        let replayed = engine.replay(&workflow_id, &events, &mut |command_id, command| {
+            dispatch(ctx, command_id, command, true);
+        });
+        let replayed = match replayed {
             Ok(replayed) => replayed,
             Err(error) => {
                 // A history that does not fold was written by a stale or
@@ -298,9 +308,17 @@ impl Writer {
                 append.command_ids.push(command_id);
                 append.stage = if index + 1 < append.commands.len() {
                     Stage::InsertCommand(index + 1)
+                } else if ctx.world.engine.deliver_before_commit() {
+                    Stage::Dispatch
                 } else {
                     Stage::Commit
                 };
+            }
+            Stage::Dispatch => {
+                for (command_id, command) in append.command_ids.iter().zip(&append.commands) {
+                    dispatch(ctx, command_id, command, false);
+                }
+                append.stage = Stage::Commit;
             }
             Stage::Commit => {
                 if ctx.kill_point(KillPoint::WriterBeforeCommit) {
@@ -336,4 +354,32 @@ impl Writer {
         }
         Ok(Some(Next::Continue))
     }
+}
+
+/// Sends a command straight to a receiver, outside the outbox. Only broken
+/// engines do this (the reference never does); it is recorded so the
+/// checkers can see it.
+fn dispatch(ctx: &mut Ctx<'_>, command_id: &str, command: &Command, replay: bool) {
+    let index = ctx.prng.below(u64::from(ctx.world.receivers_count)) as u32;
+    let to = ActorId::new(Role::Receiver, index);
+    ctx.record(Op::Dispatch {
+        command_id: command_id.to_string(),
+        to,
+        replay,
+    });
+    let request = Request {
+        key: command_id.to_string(),
+        kind: command.kind.clone(),
+        payload: command.payload.clone(),
+        attempt: 1,
+        sent_tick: ctx.now,
+    };
+    let reply_to = ctx.reply_address();
+    ctx.send(
+        Address {
+            actor: to,
+            incarnation: None,
+        },
+        Message::Request { request, reply_to },
+    );
 }

@@ -1,4 +1,5 @@
-//! I2 one side effect per command, I4 no ghost effect, I7 key conflicts surface.
+//! I2 one side effect per command, I4 no ghost effect (none without a
+//! committed row, none before its row committed), I7 key conflicts surface.
 //!
 //! Effects are mapped to commands through the keys workers sent them under
 //! (the trace), so an implementation that derives keys badly is still judged
@@ -45,6 +46,27 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             }
             continue;
         };
+        // An effect can only follow its command's commit; one that precedes
+        // it was delivered before commit and would be a ghost had the
+        // transaction failed.
+        if let Some(committed) = history.commit_tick(&row.workflow_id, row.event_seq) {
+            for effect in effects {
+                if let Some(applied) = tick_of(effect).filter(|applied| *applied < committed) {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I4,
+                            format!(
+                                "effect #{} of {command} was applied at tick {applied}, before its event \
+                                 {}#{} committed at tick {committed}: delivered before commit",
+                                effect.effect_id, row.workflow_id, row.event_seq
+                            ),
+                        )
+                        .command(command)
+                        .ticks([applied, committed]),
+                    );
+                }
+            }
+        }
         let (genuine, rogue): (Vec<&Effect>, Vec<&Effect>) = effects
             .iter()
             .partition(|effect| effect.kind == row.kind && effect.payload == row.payload);

@@ -148,6 +148,7 @@ impl Fixture {
             trips: &self.trips,
             settled: self.settled,
             ticks_max: 1_000,
+            synchronous: super::Expected { store: 2, receiver: 2 },
         })
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::actors::{ActorId, Role};
+use crate::actors::ActorId;
 use crate::store::Outcome;
 use crate::trace::{Appended, Op, TraceEvent};
 
@@ -22,8 +22,11 @@ pub struct History<'a> {
     pub key_to_command: BTreeMap<&'a str, &'a str>,
     /// The ticks at which receivers applied an effect, by effect id.
     pub apply_ticks: BTreeMap<i64, u64>,
-    /// Sends by actors that are not workers (a writer dispatching: I6).
-    pub foreign_sends: Vec<(u64, ActorId, &'a str)>,
+    /// Commands writers sent themselves, as (tick, writer, command_id, during replay).
+    pub dispatches: Vec<(u64, ActorId, &'a str, bool)>,
+    /// The `synchronous` level each connection reported when it opened, as
+    /// (tick, actor, level).
+    pub opens: Vec<(u64, ActorId, u8)>,
     /// Key-conflict probes answered, as (tick, key, outcome).
     pub probe_replies: Vec<(u64, &'a str, &'a Outcome)>,
     /// The first tick each command was sent.
@@ -47,10 +50,16 @@ impl<'a> History<'a> {
                 Op::Send { command_id, key, .. } => {
                     history.key_to_command.entry(key).or_insert(command_id);
                     history.first_send.entry(command_id).or_insert(event.tick);
-                    if event.actor.role != Role::Worker {
-                        history.foreign_sends.push((event.tick, event.actor, command_id));
-                    }
                 }
+                Op::Dispatch { command_id, replay, .. } => {
+                    history.key_to_command.entry(command_id).or_insert(command_id);
+                    history.first_send.entry(command_id).or_insert(event.tick);
+                    history.dispatches.push((event.tick, event.actor, command_id, *replay));
+                }
+                Op::Open {
+                    synchronous: Some(level),
+                    ..
+                } => history.opens.push((event.tick, event.actor, *level)),
                 Op::Apply { effect_id, .. } => {
                     history.apply_ticks.insert(*effect_id, event.tick);
                 }

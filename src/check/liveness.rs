@@ -71,6 +71,21 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     if !pending.is_empty() {
         message.push_str(&format!("; {} command(s) pending: {}", pending.len(), listed(&pending)));
     }
+    // Rows done without a result are the usual reason a workflow waits forever:
+    // nothing will deliver them again and the writer has no result to record.
+    let orphaned: Vec<String> = snapshot
+        .outbox
+        .iter()
+        .filter(|row| row.done && row.result.is_none())
+        .map(|row| row.command_id.clone())
+        .collect();
+    if !orphaned.is_empty() {
+        message.push_str(&format!(
+            "; {} command(s) marked done without a result, never to be delivered again: {}",
+            orphaned.len(),
+            listed(&orphaned)
+        ));
+    }
     violations.push(Violation::new(Invariant::I10, message).ticks([input.ticks_max]));
     violations
 }

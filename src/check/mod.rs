@@ -13,6 +13,7 @@
 //! | sequence.rs   | I3 stale writers rejected |
 //! | replay.rs     | I6 replay is pure |
 //! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
+//! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //!
 //! Outcomes the harness could not confirm (a reply lost, a timeout) are not
 //! judged from the trace: only the database settles them.
@@ -23,6 +24,7 @@ mod history;
 mod liveness;
 mod replay;
 mod sequence;
+mod settings;
 pub mod snapshot;
 
 use std::fmt;
@@ -159,6 +161,16 @@ pub struct Input<'a> {
     /// Whether the run settled before `ticks_max`.
     pub settled: bool,
     pub ticks_max: u64,
+    /// The `synchronous` levels the scenario asks of the store's and the
+    /// receiver's connections.
+    pub synchronous: Expected,
+}
+
+/// Settings every connection must run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expected {
+    pub store: u8,
+    pub receiver: u8,
 }
 
 /// Runs every checker; violations come out sorted by invariant.
@@ -170,6 +182,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));
     violations.extend(liveness::check(input));
+    violations.extend(settings::check(input, &history));
     violations.sort_by_key(|violation| violation.invariant);
     violations
 }

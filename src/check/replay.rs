@@ -1,6 +1,6 @@
 //! I6 replay is pure: the state each live writer decided from is the state a
-//! fresh replay of the stored log gives at the same `seq`, and no writer
-//! dispatched a command (only workers deliver, from the outbox).
+//! fresh replay of the stored log gives at the same `seq`, and no replay
+//! dispatched a command.
 
 use std::collections::BTreeMap;
 
@@ -50,15 +50,17 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             );
         }
     }
-    for (tick, actor, command_id) in &history.foreign_sends {
-        violations.push(
-            Violation::new(
-                Invariant::I6,
-                format!("{actor} dispatched {command_id}: replay and decision must dispatch nothing"),
-            )
-            .command(command_id)
-            .ticks([*tick]),
-        );
+    for (tick, actor, command_id, replay) in &history.dispatches {
+        if *replay {
+            violations.push(
+                Violation::new(
+                    Invariant::I6,
+                    format!("{actor} dispatched {command_id} while replaying history: replay must dispatch nothing"),
+                )
+                .command(command_id)
+                .ticks([*tick]),
+            );
+        }
     }
     violations
 }

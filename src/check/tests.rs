@@ -177,18 +177,55 @@ fn i6_rejects_a_decision_from_a_state_replay_does_not_give() {
 }
 
 #[test]
-fn i6_rejects_a_writer_that_dispatches() {
+fn i6_rejects_a_replay_that_dispatches() {
     let mut fixture = clean();
     fixture.push(
         ActorId::new(Role::Writer, 2),
-        Op::Send {
+        Op::Dispatch {
             command_id: "trip-000:1:0".into(),
-            key: "trip-000:1:0".into(),
             to: ActorId::new(Role::Receiver, 0),
-            attempt: 1,
+            replay: true,
         },
     );
     only(&fixture, &[I6]);
+}
+
+#[test]
+fn i4_rejects_an_effect_applied_before_its_event_committed() {
+    // The first effect (trip-000:1:0) is applied at tick 3; move the commit of
+    // its event after it, as a writer that delivers before committing would.
+    let mut fixture = clean();
+    fixture.events[0].tick = 50;
+    fixture.events.sort_by_key(|event| event.tick);
+    let found = fixture.violations();
+    assert!(
+        found
+            .iter()
+            .any(|v| v.invariant == I4 && v.message.contains("before its event")),
+        "{found:#?}"
+    );
+    only(&fixture, &[I4]);
+}
+
+#[test]
+fn i9_rejects_a_connection_opened_without_the_configured_synchronous() {
+    let mut fixture = clean();
+    fixture.push(
+        ActorId::new(Role::Writer, 1),
+        Op::Open {
+            incarnation: 0,
+            synchronous: Some(2),
+        },
+    );
+    only(&fixture, &[]);
+    fixture.push(
+        ActorId::new(Role::Receiver, 0),
+        Op::Open {
+            incarnation: 1,
+            synchronous: Some(1),
+        },
+    );
+    only(&fixture, &[I9]);
 }
 
 #[test]

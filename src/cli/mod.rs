@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// Keep the databases of failing seeds (their path is printed).
     #[arg(long)]
     pub keep_failed: bool,
+    /// Run this mutant (or any implementation) instead of each scenario's `store`.
+    #[arg(long)]
+    pub mutant: Option<String>,
     /// Where reports go.
     #[arg(long, default_value = "reports")]
     pub report: PathBuf,
@@ -83,6 +86,9 @@ pub struct ReplayArgs {
     pub seed: Option<u64>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Run this mutant (or any implementation) instead of the scenario's `store`.
+    #[arg(long)]
+    pub mutant: Option<String>,
     /// Fail (exit 1) unless the trace hash is this one: catches non-determinism.
     #[arg(long)]
     pub expect_hash: Option<String>,

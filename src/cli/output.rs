@@ -5,10 +5,11 @@ use std::path::Path;
 
 use crate::check::Violation;
 use crate::report::json::KillCount;
+use crate::scenario::Loaded;
 
 /// The one command that replays a seed. When crashsim runs from a cargo
 /// target directory, the command goes through cargo so it can be pasted as is.
-pub fn replay_command(scenario: &Path, seed: u64) -> String {
+pub fn replay_command(loaded: &Loaded, seed: u64) -> String {
     let prefix = match std::env::current_exe() {
         Ok(exe) if exe.components().any(|part| part.as_os_str() == "target") => {
             if exe.components().any(|part| part.as_os_str() == "release") {
@@ -19,7 +20,11 @@ pub fn replay_command(scenario: &Path, seed: u64) -> String {
         }
         _ => "crashsim",
     };
-    format!("{prefix} replay {} --seed {seed}", scenario.display())
+    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
+    if let Some(mutant) = &loaded.mutant {
+        command.push_str(&format!(" --mutant {mutant}"));
+    }
+    command
 }
 
 /// 1234567 → "1,234,567".

@@ -13,7 +13,10 @@ use crate::scenario;
 use crate::trace::{recorder, render};
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
-    let loaded = scenario::load(&args.scenario)?;
+    let mut loaded = scenario::load(&args.scenario)?;
+    if let Some(mutant) = &args.mutant {
+        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
+    }
     let seed = args.seed.or(loaded.scenario.seed).ok_or_else(|| {
         anyhow!(
             "{}: no --seed given and the scenario sets no `seed`",
@@ -62,13 +65,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
                 write!(
                     out,
                     "{}",
-                    failure_lines(
-                        seed,
-                        &result.violations,
-                        None,
-                        &replay_command(&args.scenario, seed),
-                        None
-                    )
+                    failure_lines(seed, &result.violations, None, &replay_command(&loaded, seed), None)
                 )?;
             }
         }
@@ -76,7 +73,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
             if !args.quiet {
                 write!(out, "{}", recorder::jsonl(events))?;
             }
-            let record = SeedRecord::new(&result, (!result.ok).then(|| replay_command(&args.scenario, seed)));
+            let record = SeedRecord::new(&result, (!result.ok).then(|| replay_command(&loaded, seed)));
             writeln!(out, "{}", serde_json::to_string(&record).expect("records serialise"))?;
         }
     }

@@ -21,11 +21,18 @@ const FAILURES_SHOWN: usize = 10;
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     // Every scenario is validated before any seed runs: bad input exits 2 at once.
-    let scenarios = args
+    let mut scenarios = args
         .scenarios
         .iter()
         .map(|path| scenario::load(path))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(mutant) = &args.mutant {
+        scenarios = scenarios
+            .into_iter()
+            .map(|loaded| loaded.with_mutant(mutant))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?;
+    }
     let seeds: Vec<u64> = match args.seed {
         Some(seed) => vec![seed],
         None => {
@@ -92,7 +99,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
                 &work_dir,
                 &filesystem,
             );
-            report::write_summary(&args.report, &loaded.name, &own)
+            report::write_summary(&args.report, &loaded.label(), &own)
                 .with_context(|| format!("writing the summary under {}", args.report.display()))?;
         }
         summaries.push(summary);
@@ -131,7 +138,7 @@ fn run_scenario(
     if human {
         println!(
             "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
-            loaded.name,
+            loaded.label(),
             loaded.path.display(),
             loaded.scenario.store,
             workload.trips_count,
@@ -145,7 +152,7 @@ fn run_scenario(
             }
         );
     }
-    let bar = progress_bar(human, seeds.len() as u64, &loaded.name);
+    let bar = progress_bar(human, seeds.len() as u64, &loaded.label());
     let mut failed_so_far = 0u64;
     #[expect(
         clippy::disallowed_methods,
@@ -179,7 +186,7 @@ fn run_scenario(
                 seed: result.seed,
                 invariants,
                 first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
-                replay: replay_command(&loaded.path, result.seed),
+                replay: replay_command(loaded, result.seed),
             });
         }
     }
@@ -192,7 +199,7 @@ fn run_scenario(
         .map(|point| point.name().to_string())
         .collect();
     let summary = ScenarioSummary {
-        scenario: loaded.name.clone(),
+        scenario: loaded.label(),
         path: loaded.path.display().to_string(),
         store: loaded.scenario.store.clone(),
         seeds: results.len() as u64,
@@ -211,19 +218,19 @@ fn run_scenario(
     let mut report_dirs = BTreeMap::new();
     if !args.no_report {
         for result in results.iter().filter(|result| !result.ok) {
-            let replay = replay_command(&loaded.path, result.seed);
+            let replay = replay_command(loaded, result.seed);
             let dir = report::write_seed(&args.report, result, &replay)
                 .with_context(|| format!("writing the report of seed {}", result.seed))?;
             report_dirs.insert(result.seed, dir);
         }
     }
     if human {
-        print_human(&summary, loaded.scenario.faults.swarm, &results, &report_dirs);
+        print_human(&summary, loaded, &results, &report_dirs);
     } else {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         for result in &results {
-            let replay = (!result.ok).then(|| replay_command(&loaded.path, result.seed));
+            let replay = (!result.ok).then(|| replay_command(loaded, result.seed));
             let line = serde_json::to_string(&SeedRecord::new(result, replay)).expect("records serialise");
             writeln!(out, "{line}")?;
         }
@@ -233,13 +240,13 @@ fn run_scenario(
 
 fn print_human(
     summary: &ScenarioSummary,
-    swarm: bool,
+    loaded: &Loaded,
     results: &[SeedResult],
     report_dirs: &BTreeMap<u64, std::path::PathBuf>,
 ) {
     for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
-        let replay = replay_command(std::path::Path::new(&summary.path), result.seed);
-        let swarm_mix = swarm.then_some(result.faults.as_str());
+        let replay = replay_command(loaded, result.seed);
+        let swarm_mix = loaded.scenario.faults.swarm.then_some(result.faults.as_str());
         let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
         print!(
             "{}",

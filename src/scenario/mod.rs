@@ -18,7 +18,7 @@ pub use error::ScenarioError;
 
 use crate::ratio::Ratio;
 use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
-use crate::store::{JournalMode, SqliteSettings, Synchronous, registry};
+use crate::store::{JournalMode, SqliteSettings, Synchronous};
 
 /// A scenario as written, after validation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -26,7 +26,8 @@ use crate::store::{JournalMode, SqliteSettings, Synchronous, registry};
 pub struct Scenario {
     /// One line for `crashsim list` and the reports.
     pub description: String,
-    /// The implementation under test, by name (`crashsim list`). Default `"reference"`.
+    /// The implementation under test, by name: `"reference"` (the default),
+    /// another registered implementation, or a mutant (`crashsim list`).
     pub store: String,
     /// The seed `replay` uses when the command line gives none.
     #[serde(deserialize_with = "deserialize_seed", skip_serializing_if = "Option::is_none")]
@@ -310,6 +311,31 @@ pub struct Loaded {
     pub name: String,
     pub path: PathBuf,
     pub scenario: Scenario,
+    /// The mutant run instead of the scenario's `store`, if any (`--mutant`).
+    pub mutant: Option<String>,
+}
+
+impl Loaded {
+    /// Runs `mutant` (any implementation name) instead of the scenario's store.
+    pub fn with_mutant(mut self, mutant: &str) -> Result<Loaded, String> {
+        if crate::mutants::resolve(mutant).is_none() {
+            return Err(format!(
+                "unknown mutant {mutant:?}; known: {}",
+                crate::mutants::names().join(", ")
+            ));
+        }
+        self.scenario.store = mutant.to_string();
+        self.mutant = Some(mutant.to_string());
+        Ok(self)
+    }
+
+    /// The name reports and results use: `smoke`, or `smoke+no_dedup` with a mutant.
+    pub fn label(&self) -> String {
+        match &self.mutant {
+            Some(mutant) => format!("{}+{mutant}", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// Reads and validates a scenario file.
@@ -327,6 +353,7 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
         name,
         path: path.to_path_buf(),
         scenario,
+        mutant: None,
     })
 }
 
@@ -348,14 +375,11 @@ impl Scenario {
     /// Cross-field checks that types alone cannot express: (key, message).
     fn validate(&self) -> Result<(), (String, String)> {
         let fail = |key: &str, message: String| Err((key.to_string(), message));
-        if registry::by_name(&self.store).is_none() {
+        if crate::mutants::resolve(&self.store).is_none() {
+            let known = crate::mutants::names().join(", ");
             return fail(
                 "store",
-                format!(
-                    "unknown implementation {:?}; known: {}",
-                    self.store,
-                    registry::names().join(", ")
-                ),
+                format!("unknown implementation {:?}; known: {known}", self.store),
             );
         }
         let workload = &self.workload;

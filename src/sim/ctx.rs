@@ -21,6 +21,8 @@ pub struct TripRequest {
 
 /// The fixed facts of a run that actors need.
 pub struct World {
+    /// The implementation's application-side choices.
+    pub engine: &'static dyn crate::store::Engine,
     /// Ordered by `trip_id`.
     pub trips: Vec<TripRequest>,
     pub timing: Timing,

@@ -23,7 +23,7 @@ use super::prng::Prng;
 use super::queue::Queue;
 use crate::actors::{Actor, ActorId, Next, Role};
 use crate::scenario::Scenario;
-use crate::store::{self, Request, StoreError, System, SystemConfig, registry};
+use crate::store::{self, Request, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder, TraceEvent};
 use crate::workflow::payload;
 use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
@@ -127,7 +127,7 @@ impl<'a> Simulator<'a> {
     /// Sets up a run of `scenario` with `seed`, its databases in `dir`.
     pub fn new(scenario: &'a Scenario, seed: u64, dir: &Path) -> Result<Simulator<'a>, SimError> {
         let implementation =
-            registry::by_name(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
+            crate::mutants::resolve(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
         let store_path = dir.join("store.db");
         let receiver_path = dir.join("receiver.db");
         let system = implementation.system(&SystemConfig {
@@ -144,6 +144,7 @@ impl<'a> Simulator<'a> {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
         let world = World {
+            engine: implementation.engine(),
             trips: trips(scenario, seed),
             timing: scenario.timing.clone(),
             writers_count: scenario.workload.writers_count,
@@ -317,10 +318,22 @@ impl<'a> Simulator<'a> {
         let role = self.slots[slot].id.role;
         match Actor::open(role, &mut *self.system) {
             Ok(actor) => {
+                // Read back what the new connection really runs with: the
+                // per-connection PRAGMAs must be applied on every open (I9).
+                let synchronous = actor.connection().and_then(|conn| {
+                    conn.pragma_query_value(None, "synchronous", |row| row.get::<_, u8>(0))
+                        .ok()
+                });
                 let entry = &mut self.slots[slot];
                 entry.life = Life::Up(Box::new(actor));
                 let (id, incarnation) = (entry.id, entry.incarnation);
-                self.record(id, Op::Open { incarnation });
+                self.record(
+                    id,
+                    Op::Open {
+                        incarnation,
+                        synchronous,
+                    },
+                );
                 Next::Continue
             }
             Err(StoreError::Busy) => {

@@ -22,6 +22,16 @@ pub enum Synchronous {
 }
 
 impl Synchronous {
+    /// The level `PRAGMA synchronous` reads back: 0 OFF … 3 EXTRA.
+    pub fn level(self) -> u8 {
+        match self {
+            Synchronous::Off => 0,
+            Synchronous::Normal => 1,
+            Synchronous::Full => 2,
+            Synchronous::Extra => 3,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Synchronous::Off => "OFF",

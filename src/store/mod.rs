@@ -12,8 +12,9 @@
 //! - `Store`: one connection to the event store and outbox (`events`, `outbox`).
 //! - `Receiver`: one connection to an idempotent receiver's database.
 //! - `System`: opens those connections for one run (one set of files).
-//! - `Implementation`: a named way of building a `System`; the reference is
-//!   one, the mutants and the group committer of later issues are others.
+//! - `Implementation`: a named way of building a `System`, plus the `Engine`
+//!   (the application-side choices: keys, when to mark done, replay); the
+//!   reference is one, the mutants and the group committer are others.
 //!
 //! Modules: `connection` (open + PRAGMAs), `error`, `events` and `outbox`
 //! (the reference's SQL), `reference` (the reference `Store` and `System`),
@@ -21,6 +22,7 @@
 //! business effect computes), `registry` (implementations by name).
 
 pub mod connection;
+pub mod engine;
 pub mod error;
 pub mod events;
 pub mod outbox;
@@ -34,6 +36,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use connection::{JournalMode, SqliteSettings, Synchronous};
+pub use engine::{Engine, ReferenceEngine};
 pub use error::StoreError;
 
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
@@ -69,8 +72,16 @@ pub trait Store {
     fn rollback(&mut self) -> Result<()>;
 
     /// Marks a command done with the receiver's confirmed `result`. Returns
-    /// false if it was already done (another worker got there first).
-    fn mark_done(&mut self, command_id: &str, result: &str) -> Result<bool>;
+    /// false if nothing changed (another worker got there first). `None`
+    /// marks it done without a result, which only an engine that marks before
+    /// confirmation does; a later call with the result then fills it in.
+    fn mark_done(&mut self, command_id: &str, result: Option<&str>) -> Result<bool>;
+
+    /// The connection, for read-only probes of the settings in force
+    /// (`PRAGMA synchronous`). The harness never writes through it.
+    fn connection(&self) -> Option<&rusqlite::Connection> {
+        None
+    }
 
     /// `append` without commands.
     fn append(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -169,6 +180,11 @@ pub trait Receiver {
     fn commit(&mut self) -> Result<()>;
     fn rollback(&mut self) -> Result<()>;
 
+    /// The connection, for read-only probes of the settings in force.
+    fn connection(&self) -> Option<&rusqlite::Connection> {
+        None
+    }
+
     /// The whole request in one call.
     fn handle(&mut self, request: &Request) -> Result<Outcome> {
         self.begin()?;
@@ -220,4 +236,8 @@ pub trait Implementation: Send + Sync {
     fn description(&self) -> &'static str;
     /// Creates the schemas (if needed) and returns the run's `System`.
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>>;
+    /// The application-side choices (see `engine`); the reference by default.
+    fn engine(&self) -> &'static dyn Engine {
+        &ReferenceEngine
+    }
 }

@@ -45,11 +45,15 @@ pub fn of_event(conn: &Connection, workflow_id: &str, event_seq: u64) -> Result<
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Marks a pending row done with its result; false if it was not pending.
-pub fn mark_done(conn: &Connection, command_id: &str, result: &str) -> Result<bool> {
+/// Marks a row done with its result; false if nothing changed.
+///
+/// A row already done with a result is never touched again. A row marked done
+/// without one (by an engine that marks before confirmation) gets its result
+/// when it comes.
+pub fn mark_done(conn: &Connection, command_id: &str, result: Option<&str>) -> Result<bool> {
     let mut statement = conn.prepare_cached(
-        "UPDATE outbox SET processed_at = CURRENT_TIMESTAMP, result = ?2
-          WHERE command_id = ?1 AND processed_at IS NULL",
+        "UPDATE outbox SET processed_at = COALESCE(processed_at, CURRENT_TIMESTAMP), result = ?2
+          WHERE command_id = ?1 AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))",
     )?;
     Ok(statement.execute(params![command_id, result])? == 1)
 }

@@ -20,16 +20,63 @@ pub struct ReferenceReceiver {
 
 impl ReferenceReceiver {
     pub fn open(path: &Path, settings: &SqliteSettings, hotel_failure: Ratio) -> Result<ReferenceReceiver> {
-        Ok(ReferenceReceiver {
-            conn: connection::open(path, settings)?,
+        Ok(ReferenceReceiver::from_connection(
+            connection::open(path, settings)?,
             hotel_failure,
-        })
+        ))
+    }
+
+    /// Wraps a connection opened elsewhere (it must already be configured).
+    pub fn from_connection(conn: Connection, hotel_failure: Ratio) -> ReferenceReceiver {
+        ReferenceReceiver { conn, hotel_failure }
     }
 
     pub fn create_schema(path: &Path, settings: &SqliteSettings) -> Result<()> {
         let conn = connection::open(path, settings)?;
         conn.execute_batch(include_str!("receiver.sql"))?;
         Ok(())
+    }
+}
+
+/// The de-duplication record of `key`, as (digest, result).
+pub fn find(conn: &Connection, key: &str) -> Result<Option<(String, String)>> {
+    let mut statement = conn.prepare_cached("SELECT digest, result FROM dedup WHERE key = ?1")?;
+    Ok(statement
+        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?)
+}
+
+/// Performs the business effect of `request` and records it in `effects`.
+pub fn perform_effect(conn: &Connection, request: &Request, hotel_failure: Ratio) -> Result<Applied> {
+    let effect_id: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(effect_id), 0) + 1 FROM effects")?
+        .query_row([], |row| row.get(0))?;
+    let result = perform(&request.kind, &request.payload, effect_id, hotel_failure)?;
+    conn.prepare_cached("INSERT INTO effects (effect_id, key, kind, payload, result) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![effect_id, request.key, request.kind, request.payload, result])?;
+    Ok(Applied { effect_id, result })
+}
+
+/// Records the de-duplication entry for an applied request under `key`.
+pub fn record(conn: &Connection, key: &str, digest: &str, applied: &Applied) -> Result<()> {
+    conn.prepare_cached("INSERT INTO dedup (key, digest, result, effect_id) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![key, digest, applied.result, applied.effect_id])?;
+    Ok(())
+}
+
+/// What a de-duplication record says about a request with `digest`.
+pub fn judge(found: Option<(String, String)>, digest: &str) -> Lookup {
+    match found {
+        None => Lookup::New,
+        Some((stored, result)) if stored == digest => Lookup::Seen { result },
+        Some(_) => Lookup::Conflict,
+    }
+}
+
+impl ReferenceReceiver {
+    /// The connection and the failure rule, for implementations built on this one.
+    pub fn parts(&self) -> (&Connection, Ratio) {
+        (&self.conn, self.hotel_failure)
     }
 }
 
@@ -40,37 +87,19 @@ impl Receiver for ReferenceReceiver {
     }
 
     fn lookup(&mut self, request: &Request) -> Result<Lookup> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT digest, result FROM dedup WHERE key = ?1")?;
-        let found: Option<(String, String)> = statement
-            .query_row([&request.key], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?;
-        Ok(match found {
-            None => Lookup::New,
-            Some((digest, result)) if digest == core_digest(&request.kind, &request.payload) => Lookup::Seen { result },
-            Some(_) => Lookup::Conflict,
-        })
+        let found = find(&self.conn, &request.key)?;
+        Ok(judge(found, &core_digest(&request.kind, &request.payload)))
     }
 
     fn apply(&mut self, request: &Request) -> Result<Applied> {
-        let effect_id: i64 = self
-            .conn
-            .prepare_cached("SELECT COALESCE(MAX(effect_id), 0) + 1 FROM effects")?
-            .query_row([], |row| row.get(0))?;
-        let result = perform(&request.kind, &request.payload, effect_id, self.hotel_failure)?;
-        self.conn
-            .prepare_cached("INSERT INTO effects (effect_id, key, kind, payload, result) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![effect_id, request.key, request.kind, request.payload, result])?;
-        self.conn
-            .prepare_cached("INSERT INTO dedup (key, digest, result, effect_id) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![
-                request.key,
-                core_digest(&request.kind, &request.payload),
-                result,
-                effect_id
-            ])?;
-        Ok(Applied { effect_id, result })
+        let applied = perform_effect(&self.conn, request, self.hotel_failure)?;
+        record(
+            &self.conn,
+            &request.key,
+            &core_digest(&request.kind, &request.payload),
+            &applied,
+        )?;
+        Ok(applied)
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -83,5 +112,9 @@ impl Receiver for ReferenceReceiver {
             self.conn.execute_batch("ROLLBACK")?;
         }
         Ok(())
+    }
+
+    fn connection(&self) -> Option<&Connection> {
+        Some(&self.conn)
     }
 }

@@ -17,9 +17,12 @@ pub struct ReferenceStore {
 
 impl ReferenceStore {
     pub fn open(path: &Path, settings: &SqliteSettings) -> Result<ReferenceStore> {
-        Ok(ReferenceStore {
-            conn: connection::open(path, settings)?,
-        })
+        Ok(ReferenceStore::from_connection(connection::open(path, settings)?))
+    }
+
+    /// Wraps a connection opened elsewhere (it must already be configured).
+    pub fn from_connection(conn: Connection) -> ReferenceStore {
+        ReferenceStore { conn }
     }
 
     /// Creates the event store and outbox tables if they do not exist.
@@ -29,7 +32,8 @@ impl ReferenceStore {
         Ok(())
     }
 
-    pub fn connection(&self) -> &Connection {
+    /// The connection, for implementations built on this one.
+    pub fn conn(&self) -> &Connection {
         &self.conn
     }
 }
@@ -78,14 +82,18 @@ impl Store for ReferenceStore {
         Ok(())
     }
 
-    fn mark_done(&mut self, command_id: &str, result: &str) -> Result<bool> {
+    fn mark_done(&mut self, command_id: &str, result: Option<&str>) -> Result<bool> {
         outbox::mark_done(&self.conn, command_id, result)
+    }
+
+    fn connection(&self) -> Option<&Connection> {
+        Some(&self.conn)
     }
 }
 
 /// The reference's databases for one run.
 pub struct ReferenceSystem {
-    config: SystemConfig,
+    pub config: SystemConfig,
 }
 
 impl ReferenceSystem {

@@ -36,9 +36,12 @@ pub struct Appended {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     // Lifecycle, recorded by the simulator.
-    /// The actor opened its connection (its `incarnation`-th life).
+    /// The actor opened its connection (its `incarnation`-th life), which
+    /// runs with this `PRAGMA synchronous` level (0 OFF … 3 EXTRA), if known.
     Open {
         incarnation: u32,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        synchronous: Option<u8>,
     },
     /// The simulator killed the actor at a kill point (or by script).
     Kill {
@@ -166,6 +169,13 @@ pub enum Op {
         outcome: Outcome,
     },
 
+    /// A writer sent a command to a receiver itself, outside the outbox:
+    /// while replaying history (`replay`), or before its transaction committed.
+    Dispatch {
+        command_id: String,
+        to: ActorId,
+        replay: bool,
+    },
     /// A hint sent to another actor (see `sim::net::Message::Nudge`).
     Nudge {
         workflow_id: String,

@@ -27,7 +27,13 @@ fn outcome(outcome: &Outcome) -> String {
 /// The op part of a line.
 pub fn describe(op: &Op) -> String {
     match op {
-        Op::Open { incarnation } => format!("open (life {incarnation})"),
+        Op::Open {
+            incarnation,
+            synchronous,
+        } => match synchronous {
+            Some(level) => format!("open (life {incarnation}, synchronous={level})"),
+            None => format!("open (life {incarnation})"),
+        },
         Op::Kill { point } => format!("** KILL at {point} **"),
         Op::Restart { incarnation } => format!("restart (life {incarnation})"),
         Op::Quiet => "== quiet phase: faults off, everyone restarts ==".to_string(),
@@ -102,6 +108,10 @@ pub fn describe(op: &Op) -> String {
         Op::Duplicated { key, to } => format!("duplicated {key} -> {to}"),
         Op::Probe { key, to, payload } => format!("probe {key} -> {to} with {payload}"),
         Op::ProbeReply { key, outcome: o } => format!("probe reply {key}: {}", outcome(o)),
+        Op::Dispatch { command_id, to, replay } => format!(
+            "DISPATCH {command_id} -> {to} ({})",
+            if *replay { "during replay" } else { "before commit" }
+        ),
         Op::Nudge { workflow_id, to } => format!("nudge {to} about {workflow_id}"),
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),

@@ -1,0 +1,44 @@
+//! I9, the part that needs no power loss: every connection runs with the
+//! `synchronous` level the scenario configures. Durability across power loss
+//! is only as strong as the weakest connection that acknowledged a commit,
+//! and `synchronous` belongs to the connection, not the file: an
+//! implementation that applies it once (mistake 10) leaves later
+//! connections on the compiled-in default.
+
+use super::{History, Input, Invariant, Violation};
+use crate::actors::Role;
+
+fn name(level: u8) -> &'static str {
+    match level {
+        0 => "OFF",
+        1 => "NORMAL",
+        2 => "FULL",
+        3 => "EXTRA",
+        _ => "unknown",
+    }
+}
+
+pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (tick, actor, level) in &history.opens {
+        let (expected, database) = match actor.role {
+            Role::Receiver => (input.synchronous.receiver, "receiver"),
+            _ => (input.synchronous.store, "store"),
+        };
+        if *level != expected {
+            violations.push(
+                Violation::new(
+                    Invariant::I9,
+                    format!(
+                        "{actor} opened a {database} connection running synchronous={} ({level}), but the \
+                         scenario requires {} ({expected}): per-connection settings were not applied on this open",
+                        name(*level),
+                        name(expected)
+                    ),
+                )
+                .ticks([*tick]),
+            );
+        }
+    }
+    violations
+}

@@ -1,0 +1,263 @@
+//! The mutant zoo: the protocol's classic mistakes (PROTOCOL.md §7), each a
+//! small implementation that differs from the reference in exactly one way.
+//!
+//! A mutant is the reference plus one override: a store that gets one
+//! method wrong (`store.rs`), a receiver that gets one method wrong
+//! (`receiver.rs`), an engine that makes one wrong choice around the store
+//! (`engine.rs`), or connections opened without their settings. Nothing in
+//! the reference knows about them. A harness that lets a mutant pass is a
+//! harness with a blind spot: `crashsim mutants` measures how fast each one
+//! is caught.
+//!
+//! | name | mistake | the one difference |
+//! |---|---|---|
+//! | `max_seq_plus_one` | 1 | `insert_event` takes `MAX(seq)+1`, ignoring `expected_seq` |
+//! | `renumber_on_conflict` | 2 | `insert_event` retries a stale append at the next free `seq` |
+//! | `split_transactions` | 3 | `insert_event` commits before the commands are inserted |
+//! | `deliver_before_commit` | 4 | the writer sends commands itself before committing |
+//! | `random_key_per_attempt` | 5 | a fresh idempotency key on every delivery attempt |
+//! | `mark_done_before_confirm` | 6 | the worker marks the row done before delivering it |
+//! | `body_hash_key` | 7 | the receiver de-duplicates by a hash of the request body |
+//! | `no_dedup` | 8 | the receiver does not de-duplicate |
+//! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
+//! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
+//! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
+//!
+//! Mistakes 11–13 need leases and power loss and come with those features.
+
+mod engine;
+mod forward;
+mod receiver;
+mod store;
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::store::receiver::ReferenceReceiver;
+use crate::store::reference::{ReferenceStore, ReferenceSystem};
+use crate::store::{
+    Engine, Implementation, Receiver, ReferenceEngine, Result, SqliteSettings, Store, System, SystemConfig, connection,
+    registry,
+};
+
+/// How a mutant's connections get their settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Settings {
+    /// Through `store::connection::open`, on every open (the reference).
+    EveryOpen,
+    /// Only the schema set-up's connection got them; later opens are plain.
+    FirstOpenOnly,
+}
+
+/// One known mistake, as an implementation.
+pub struct Mutant {
+    pub name: &'static str,
+    /// Its number in PROTOCOL.md §7.
+    pub mistake: u8,
+    pub description: &'static str,
+    store: fn(ReferenceStore) -> Box<dyn Store>,
+    receiver: fn(ReferenceReceiver) -> Box<dyn Receiver>,
+    engine: &'static dyn Engine,
+    settings: Settings,
+}
+
+fn reference_store(inner: ReferenceStore) -> Box<dyn Store> {
+    Box::new(inner)
+}
+
+fn reference_receiver(inner: ReferenceReceiver) -> Box<dyn Receiver> {
+    Box::new(inner)
+}
+
+const BASE: Mutant = Mutant {
+    name: "",
+    mistake: 0,
+    description: "",
+    store: reference_store,
+    receiver: reference_receiver,
+    engine: &ReferenceEngine,
+    settings: Settings::EveryOpen,
+};
+
+/// Every mutant, in the order of PROTOCOL.md §7.
+pub static MUTANTS: [Mutant; 11] = [
+    Mutant {
+        name: "max_seq_plus_one",
+        mistake: 1,
+        description: "sequence computed as MAX(seq)+1 and inserted unconditionally",
+        store: |inner| Box::new(store::MaxSeqPlusOne { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "renumber_on_conflict",
+        mistake: 2,
+        description: "on conflict the event is renumbered to the next free seq instead of re-deciding",
+        store: |inner| Box::new(store::RenumberOnConflict { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "split_transactions",
+        mistake: 3,
+        description: "event and outbox rows committed in separate transactions",
+        store: |inner| Box::new(store::SplitTransactions { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "deliver_before_commit",
+        mistake: 4,
+        description: "commands delivered before the event's transaction commits",
+        engine: &engine::DeliverBeforeCommit,
+        ..BASE
+    },
+    Mutant {
+        name: "random_key_per_attempt",
+        mistake: 5,
+        description: "a new random idempotency key on every delivery attempt",
+        engine: &engine::RandomKeyPerAttempt,
+        ..BASE
+    },
+    Mutant {
+        name: "mark_done_before_confirm",
+        mistake: 6,
+        description: "outbox row marked done before the receiver confirmed",
+        engine: &engine::MarkDoneBeforeConfirm,
+        ..BASE
+    },
+    Mutant {
+        name: "body_hash_key",
+        mistake: 7,
+        description: "request-body hash used as the idempotency key",
+        receiver: |inner| Box::new(receiver::BodyHashKey { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "no_dedup",
+        mistake: 8,
+        description: "receiver without de-duplication",
+        receiver: |inner| Box::new(receiver::NoDedup { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "dedup_apart",
+        mistake: 8,
+        description: "receiver commits its de-duplication record apart from its effect",
+        receiver: |inner| Box::new(receiver::DedupApart { inner }),
+        ..BASE
+    },
+    Mutant {
+        name: "replay_dispatches",
+        mistake: 9,
+        description: "replay dispatches the commands of the events it folds",
+        engine: &engine::ReplayDispatches,
+        ..BASE
+    },
+    Mutant {
+        name: "pragmas_once",
+        mistake: 10,
+        description: "per-connection PRAGMAs set only once, on the first connection",
+        settings: Settings::FirstOpenOnly,
+        ..BASE
+    },
+];
+
+/// The mutant called `name`.
+pub fn by_name(name: &str) -> Option<&'static Mutant> {
+    MUTANTS.iter().find(|mutant| mutant.name == name)
+}
+
+/// Any implementation by name: the registered ones first, then the mutants.
+pub fn resolve(name: &str) -> Option<&'static dyn Implementation> {
+    registry::by_name(name).or_else(|| by_name(name).map(|mutant| mutant as &'static dyn Implementation))
+}
+
+/// Every name `resolve` accepts, for error messages.
+pub fn names() -> Vec<&'static str> {
+    let mut names = registry::names();
+    names.extend(MUTANTS.iter().map(|mutant| mutant.name));
+    names
+}
+
+impl Implementation for Mutant {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
+        let inner = ReferenceSystem::create(config)?;
+        Ok(Box::new(MutantSystem {
+            config: inner.config,
+            store: self.store,
+            receiver: self.receiver,
+            settings: self.settings,
+        }))
+    }
+
+    fn engine(&self) -> &'static dyn Engine {
+        self.engine
+    }
+}
+
+struct MutantSystem {
+    config: SystemConfig,
+    store: fn(ReferenceStore) -> Box<dyn Store>,
+    receiver: fn(ReferenceReceiver) -> Box<dyn Receiver>,
+    settings: Settings,
+}
+
+impl MutantSystem {
+    fn open(&self, path: &Path, settings: &SqliteSettings) -> Result<Connection> {
+        Ok(match self.settings {
+            Settings::EveryOpen => connection::open(path, settings)?,
+            // Mistake 10: the set-up connection that created the schema got
+            // every setting; the ones opened since get SQLite's defaults.
+            // rusqlite installs a 5 s busy handler on open, which SQLite does
+            // not; removing it models a plain sqlite3_open_v2 (and keeps the
+            // simulation's one thread from sleeping on a lock).
+            Settings::FirstOpenOnly => {
+                let conn = Connection::open(path)?;
+                conn.busy_timeout(std::time::Duration::ZERO)?;
+                conn
+            }
+        })
+    }
+}
+
+impl System for MutantSystem {
+    fn open_store(&mut self) -> Result<Box<dyn Store>> {
+        let conn = self.open(&self.config.store_path, &self.config.store_sqlite)?;
+        Ok((self.store)(ReferenceStore::from_connection(conn)))
+    }
+
+    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
+        let conn = self.open(&self.config.receiver_path, &self.config.receiver_sqlite)?;
+        Ok((self.receiver)(ReferenceReceiver::from_connection(
+            conn,
+            self.config.hotel_failure,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_resolve() {
+        let mut names: Vec<&str> = MUTANTS.iter().map(|mutant| mutant.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), MUTANTS.len());
+        for mutant in &MUTANTS {
+            assert_eq!(resolve(mutant.name).map(|i| i.name()), Some(mutant.name));
+        }
+        assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
+        assert!(resolve("nonsense").is_none());
+        let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
+        assert_eq!(mistakes, (1..=10).collect(), "mistakes 1-10 are all covered");
+    }
+}

@@ -1,0 +1,97 @@
+//! Mutants of the event store and outbox (mistakes 1–3).
+
+use rusqlite::params;
+
+use super::forward::forward_store;
+use crate::store::reference::ReferenceStore;
+use crate::store::{Result, Store, StoreError, events};
+
+/// Mistake 1: the sequence is computed as `MAX(seq) + 1` and inserted
+/// unconditionally, so a stale writer's event lands after the one it raced.
+pub struct MaxSeqPlusOne {
+    pub inner: ReferenceStore,
+}
+
+impl Store for MaxSeqPlusOne {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection
+    );
+
+    fn insert_event(&mut self, workflow_id: &str, _expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+        let conn = self.inner.conn();
+        let seq = events::last_seq(conn, workflow_id)? + 1;
+        conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![workflow_id, seq, kind, payload])?;
+        Ok(seq)
+    }
+}
+
+/// Mistake 2: on a conflict, the event is renumbered to the next free `seq`
+/// instead of being decided again: a stale decision disguised as a new fact.
+pub struct RenumberOnConflict {
+    pub inner: ReferenceStore,
+}
+
+impl Store for RenumberOnConflict {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection
+    );
+
+    fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+        match self.inner.insert_event(workflow_id, expected_seq, kind, payload) {
+            Err(StoreError::Conflict { .. }) => {
+                let conn = self.inner.conn();
+                let head = events::last_seq(conn, workflow_id)?;
+                self.inner.insert_event(workflow_id, head, kind, payload)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Mistake 3: the event and its outbox rows are committed in separate
+/// transactions: the event commits as soon as it is inserted.
+pub struct SplitTransactions {
+    pub inner: ReferenceStore,
+}
+
+impl Store for SplitTransactions {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection
+    );
+
+    fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
+        let seq = self.inner.insert_event(workflow_id, expected_seq, kind, payload)?;
+        // The event is durable now; the commands follow in a transaction of their own.
+        self.inner.commit()?;
+        self.inner.begin()?;
+        Ok(seq)
+    }
+}
