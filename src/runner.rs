@@ -35,6 +35,9 @@ pub struct SeedResult {
     /// The trace, kept when asked for (replay) or when the seed failed.
     #[serde(skip)]
     pub events: Option<Vec<TraceEvent>>,
+    /// The final databases as the checkers saw them, kept like the trace.
+    #[serde(skip)]
+    pub snapshot: Option<Snapshot>,
     /// The seed's directory, if it was kept (`--keep-failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_dir: Option<PathBuf>,
@@ -110,6 +113,7 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
         faults: output.plan.describe(),
         kills: output.kills,
         events: (!ok || options.keep_traces).then_some(output.events),
+        snapshot: (!ok || options.keep_traces).then_some(snapshot),
         kept_dir,
     })
 }
