@@ -13,13 +13,18 @@
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
+//! - `detect`    detection power: seeds-to-detection of each mutant, the reference kept clean.
+//! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
+//! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
 //! - `report`    files under `reports/`: JSON summaries and failing seeds' traces, written atomically.
 //! - `cli`       the command line (clap): run, replay, list.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
+pub mod capsule;
 pub mod check;
 pub mod cli;
+pub mod detect;
 pub mod exit;
 pub mod model;
 pub mod mutants;
@@ -29,6 +34,7 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
+pub mod shrink;
 pub mod sim;
 pub mod store;
 pub mod trace;

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::check::{self, Snapshot, Violation};
 use crate::scenario::Loaded;
-use crate::sim::faults::KillCounters;
+use crate::sim::faults::{FaultSource, Injected, KillCounters};
 use crate::sim::{SimError, Simulator};
 use crate::trace::{TraceEvent, trace_hash};
 
@@ -32,6 +32,9 @@ pub struct SeedResult {
     pub faults: String,
     #[serde(skip)]
     pub kills: KillCounters,
+    /// Every fault that fired, in order (a forced replay reproduces the run).
+    #[serde(skip)]
+    pub injected: Vec<Injected>,
     /// The trace, kept when asked for (replay) or when the seed failed.
     #[serde(skip)]
     pub events: Option<Vec<TraceEvent>>,
@@ -69,8 +72,18 @@ pub struct Options {
     pub keep_traces: bool,
 }
 
-/// Runs one seed of one scenario.
+/// Runs one seed of one scenario, its faults drawn from the seed.
 pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedResult, RunError> {
+    run_seed_with(loaded, seed, options, FaultSource::Drawn)
+}
+
+/// Runs one seed of one scenario with its faults drawn or forced by `source`.
+pub fn run_seed_with(
+    loaded: &Loaded,
+    seed: u64,
+    options: &Options,
+    faults: FaultSource,
+) -> Result<SeedResult, RunError> {
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)
@@ -80,7 +93,7 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
             source,
         })?;
     let simulator =
-        Simulator::new(&loaded.scenario, seed, dir.path()).map_err(|source| RunError::Sim { seed, source })?;
+        Simulator::new(&loaded.scenario, seed, dir.path(), faults).map_err(|source| RunError::Sim { seed, source })?;
     let output = simulator.run();
     let snapshot = Snapshot::read(&output.store_path, &output.receiver_path)
         .map_err(|source| RunError::Snapshot { seed, source })?;
@@ -90,6 +103,8 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
         trips: &output.trips,
         settled: output.settled,
         ticks_max: loaded.scenario.run.ticks_max,
+        steps_max: loaded.scenario.run.steps_max,
+        ended: (output.ticks, output.steps),
         synchronous: check::Expected {
             store: loaded.scenario.sqlite.store_settings().synchronous.level(),
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
@@ -112,6 +127,7 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
         settled: output.settled,
         faults: output.plan.describe(),
         kills: output.kills,
+        injected: output.injected,
         events: (!ok || options.keep_traces).then_some(output.events),
         snapshot: (!ok || options.keep_traces).then_some(snapshot),
         kept_dir,

@@ -64,5 +64,5 @@ fn pinned_trace_hash_of_smoke_seed_0() {
     let loaded = load("scenarios/smoke.toml");
     let dir = work_dir();
     let result = run(&loaded, 0, dir.path());
-    assert_eq!(result.trace_hash, "77a8b081ac69700a", "smoke seed 0 changed behaviour");
+    assert_eq!(result.trace_hash, "1b8d2e78c89209bb", "smoke seed 0 changed behaviour");
 }

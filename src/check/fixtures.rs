@@ -148,6 +148,8 @@ impl Fixture {
             trips: &self.trips,
             settled: self.settled,
             ticks_max: 1_000,
+            steps_max: 10_000,
+            ended: (1_000, 500),
             synchronous: super::Expected { store: 2, receiver: 2 },
         })
     }

@@ -1,4 +1,5 @@
-//! I10 liveness: once faults stop, the run settles within `ticks_max`.
+//! I10 liveness: once faults stop, the run settles within its budget
+//! (`run.ticks_max` ticks and `run.steps_max` steps).
 //! I9 (the part that needs no power loss): `PRAGMA integrity_check` passes.
 
 use std::collections::BTreeMap;
@@ -60,7 +61,11 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
         .filter(|row| !row.done)
         .map(|row| row.command_id.clone())
         .collect();
-    let mut message = format!("the run did not settle within {} ticks", input.ticks_max);
+    let (tick, steps) = input.ended;
+    let mut message = format!(
+        "the run did not settle within its budget ({} ticks, {} steps; it stopped at tick {tick} after {steps} steps)",
+        input.ticks_max, input.steps_max
+    );
     if !unfinished.is_empty() {
         message.push_str(&format!(
             "; {} workflow(s) not terminal: {}",
@@ -86,6 +91,6 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             listed(&orphaned)
         ));
     }
-    violations.push(Violation::new(Invariant::I10, message).ticks([input.ticks_max]));
+    violations.push(Violation::new(Invariant::I10, message).ticks([tick]));
     violations
 }

@@ -158,9 +158,12 @@ pub struct Input<'a> {
     pub events: &'a [TraceEvent],
     pub snapshot: &'a Snapshot,
     pub trips: &'a [TripRequest],
-    /// Whether the run settled before `ticks_max`.
+    /// Whether the run settled within its budget.
     pub settled: bool,
     pub ticks_max: u64,
+    pub steps_max: u64,
+    /// Where the run ended: (tick, steps).
+    pub ended: (u64, u64),
     /// The `synchronous` levels the scenario asks of the store's and the
     /// receiver's connections.
     pub synchronous: Expected,

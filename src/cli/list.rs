@@ -27,6 +27,10 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
     for implementation in registry::all() {
         println!("  {:<16} {}", implementation.name(), implementation.description());
     }
+    println!("\nmutants (`--mutant NAME`; `crashsim mutants` measures how fast each is caught):");
+    for mutant in &crate::mutants::MUTANTS {
+        println!("  {:<26} #{:<3} {}", mutant.name, mutant.mistake, mutant.description);
+    }
     println!("\nkill points (scenario keys under [faults.<role>]):");
     for point in KillPoint::ALL {
         println!("  {:<32} {}", point.name(), point.describe());

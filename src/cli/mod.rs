@@ -4,9 +4,12 @@
 //! it reports on a run, it never steers one.
 
 mod list;
+mod mutants;
 mod output;
+mod regressions;
 mod replay;
 mod run;
+mod shrink;
 
 use std::path::PathBuf;
 
@@ -31,7 +34,12 @@ pub enum Command {
     Run(RunArgs),
     /// Re-run one seed and print its full trace, trace hash and verdict.
     Replay(ReplayArgs),
-    /// List scenarios, implementations, kill points and invariants.
+    /// Measure how fast each known mistake is caught (the detection table).
+    Mutants(MutantsArgs),
+    /// Minimise a failing seed while the same invariant keeps failing, and
+    /// write a replay capsule.
+    Shrink(ShrinkArgs),
+    /// List scenarios, implementations, mutants, kill points and invariants.
     List(ListArgs),
 }
 
@@ -44,8 +52,12 @@ pub enum Format {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Scenario files (TOML).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "regressions")]
     pub scenarios: Vec<PathBuf>,
+    /// Replay every capsule in this folder (default scenarios/regressions)
+    /// and check each still gives the verdict it records.
+    #[arg(long, num_args = 0..=1, default_missing_value = "scenarios/regressions", value_name = "DIR")]
+    pub regressions: Option<PathBuf>,
     /// How many seeds to run, from --start-seed.
     #[arg(long, default_value_t = 100)]
     pub seeds: u64,
@@ -80,7 +92,11 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The scenario file (TOML).
-    pub scenario: PathBuf,
+    #[arg(required_unless_present = "capsule")]
+    pub scenario: Option<PathBuf>,
+    /// Replay a capsule (written by `shrink`) instead of a scenario and seed.
+    #[arg(long, conflicts_with_all = ["scenario", "seed", "mutant"])]
+    pub capsule: Option<PathBuf>,
     /// The seed to replay (default: the scenario's `seed`).
     #[arg(long, value_parser = parse_seed_arg)]
     pub seed: Option<u64>,
@@ -98,6 +114,72 @@ pub struct ReplayArgs {
     /// Print only the verdict, not the trace.
     #[arg(long)]
     pub quiet: bool,
+    /// Write the run as a replay capsule (its faults forced, its verdict
+    /// expected), e.g. to pin a run in scenarios/regressions/.
+    #[arg(long, value_name = "FILE")]
+    pub save_capsule: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct MutantsArgs {
+    /// Scenario files to run the mutants against (default: every scenario in scenarios/).
+    #[arg(long)]
+    pub scenario: Vec<PathBuf>,
+    /// Only these mutants (default: all).
+    #[arg(long)]
+    pub mutant: Vec<String>,
+    /// Seeds searched per range before a mutant counts as not caught.
+    #[arg(long, default_value_t = 200)]
+    pub seeds: u64,
+    /// Disjoint start points per mutant and scenario; the median is reported.
+    #[arg(long, default_value_t = 10)]
+    pub ranges: u32,
+    /// Seeds of each scenario the reference must pass (default: --seeds).
+    #[arg(long)]
+    pub reference_seeds: Option<u64>,
+    /// Parallel searches (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where each seed's databases are created.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Where reports go.
+    #[arg(long, default_value = "reports")]
+    pub report: PathBuf,
+    /// Write no report files.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShrinkArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// The failing seed.
+    #[arg(long, value_parser = parse_seed_arg)]
+    pub seed: Option<u64>,
+    /// Run this mutant instead of the scenario's `store`.
+    #[arg(long)]
+    pub mutant: Option<String>,
+    /// Give up after this many candidate runs.
+    #[arg(long, default_value_t = 2_000)]
+    pub max_runs: u64,
+    /// Where to write the capsule (default scenarios/regressions/<scenario>-<seed>.toml).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where each run's databases are created.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Where reports go.
+    #[arg(long, default_value = "reports")]
+    pub report: PathBuf,
+    /// Write no report files (the capsule is still written).
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 #[derive(Args, Debug)]
@@ -116,6 +198,8 @@ pub fn main(cli: Cli) -> Exit {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Replay(args) => replay::replay(&args),
+        Command::Shrink(args) => shrink::shrink(&args),
+        Command::Mutants(args) => mutants::mutants(&args),
         Command::List(args) => list::list(&args),
     };
     match result {

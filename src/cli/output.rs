@@ -10,7 +10,17 @@ use crate::scenario::Loaded;
 /// The one command that replays a seed. When crashsim runs from a cargo
 /// target directory, the command goes through cargo so it can be pasted as is.
 pub fn replay_command(loaded: &Loaded, seed: u64) -> String {
-    let prefix = match std::env::current_exe() {
+    let prefix = replay_command_prefix();
+    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
+    if let Some(mutant) = &loaded.mutant {
+        command.push_str(&format!(" --mutant {mutant}"));
+    }
+    command
+}
+
+/// How to invoke crashsim: through cargo when it runs from a target directory.
+pub fn replay_command_prefix() -> &'static str {
+    match std::env::current_exe() {
         Ok(exe) if exe.components().any(|part| part.as_os_str() == "target") => {
             if exe.components().any(|part| part.as_os_str() == "release") {
                 "cargo run --release --"
@@ -19,12 +29,7 @@ pub fn replay_command(loaded: &Loaded, seed: u64) -> String {
             }
         }
         _ => "crashsim",
-    };
-    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
-    if let Some(mutant) = &loaded.mutant {
-        command.push_str(&format!(" --mutant {mutant}"));
     }
-    command
 }
 
 /// 1234567 → "1,234,567".

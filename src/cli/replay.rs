@@ -1,80 +1,111 @@
-//! `crashsim replay`: one seed again, its full trace, hash and verdict.
+//! `crashsim replay`: one seed again (or one capsule), its full trace, hash
+//! and verdict.
 
 use std::io::Write;
 
 use anyhow::anyhow;
 
-use super::output::{failure_lines, replay_command};
+use super::output::{failure_lines, replay_command, replay_command_prefix};
 use super::{Format, ReplayArgs};
+use crate::capsule::Capsule;
 use crate::exit::Exit;
 use crate::report::json::SeedRecord;
-use crate::runner::{self, Options};
-use crate::scenario;
+use crate::runner::{self, Options, SeedResult};
+use crate::scenario::{self, Loaded};
+use crate::sim::faults::FaultSource;
 use crate::trace::{recorder, render};
 
-pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::load(&args.scenario)?;
+/// What to replay: a scenario and seed, or a capsule.
+struct Target {
+    loaded: Loaded,
+    seed: u64,
+    faults: FaultSource,
+    capsule: Option<Capsule>,
+    command: String,
+}
+
+fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
+    if let Some(path) = &args.capsule {
+        let capsule = Capsule::read(path)?;
+        return Ok(Target {
+            loaded: capsule.loaded(path),
+            seed: capsule.seed,
+            faults: capsule.faults(),
+            command: format!("{} replay --capsule {}", replay_command_prefix(), path.display()),
+            capsule: Some(capsule),
+        });
+    }
+    let path = args
+        .scenario
+        .as_ref()
+        .expect("clap requires a scenario without --capsule");
+    let mut loaded = scenario::load(path)?;
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }
-    let seed = args.seed.or(loaded.scenario.seed).ok_or_else(|| {
-        anyhow!(
-            "{}: no --seed given and the scenario sets no `seed`",
-            args.scenario.display()
-        )
-    })?;
+    let seed = args
+        .seed
+        .or(loaded.scenario.seed)
+        .ok_or_else(|| anyhow!("{}: no --seed given and the scenario sets no `seed`", path.display()))?;
+    Ok(Target {
+        command: replay_command(&loaded, seed),
+        loaded,
+        seed,
+        faults: FaultSource::Drawn,
+        capsule: None,
+    })
+}
+
+pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
+    let Target {
+        loaded,
+        seed,
+        faults,
+        capsule,
+        command,
+    } = target(args)?;
     let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
     let options = Options {
         work_dir,
         keep_failed: false,
         keep_traces: true,
     };
-    let result = runner::run_seed(&loaded, seed, &options)?;
-    let events = result.events.as_deref().unwrap_or_default();
+    let result = runner::run_seed_with(&loaded, seed, &options, faults)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.format {
-        Format::Human => {
-            writeln!(
-                out,
-                "seed={seed} scenario={} store={}",
-                loaded.name, loaded.scenario.store
-            )?;
-            writeln!(out, "faults: {}", result.faults)?;
-            if !args.quiet {
-                for event in events {
-                    writeln!(out, "{}", render::line(event))?;
-                }
-            }
-            writeln!(
-                out,
-                "trace hash {} ({} events, {} steps, {} ticks, {})",
-                result.trace_hash,
-                events.len(),
-                result.steps,
-                result.ticks,
-                if result.settled { "settled" } else { "did not settle" }
-            )?;
-            if result.ok {
-                writeln!(out, "verdict: PASS, every invariant held")?;
-            } else {
-                writeln!(out, "verdict: FAIL, {} violation(s)", result.violations.len())?;
-                for violation in &result.violations {
-                    writeln!(out, "  {violation}")?;
-                }
-                write!(
-                    out,
-                    "{}",
-                    failure_lines(seed, &result.violations, None, &replay_command(&loaded, seed), None)
-                )?;
-            }
-        }
+        Format::Human => print_human(&mut out, args, &loaded, &result, &command)?,
         Format::Json => {
             if !args.quiet {
-                write!(out, "{}", recorder::jsonl(events))?;
+                write!(out, "{}", recorder::jsonl(result.events.as_deref().unwrap_or_default()))?;
             }
-            let record = SeedRecord::new(&result, (!result.ok).then(|| replay_command(&loaded, seed)));
+            let record = SeedRecord::new(&result, (!result.ok).then(|| command.clone()));
             writeln!(out, "{}", serde_json::to_string(&record).expect("records serialise"))?;
+        }
+    }
+    if let Some(path) = &args.save_capsule {
+        let capsule = Capsule::of_run(&loaded, &result);
+        crate::report::atomic::write(path, capsule.to_toml().as_bytes())
+            .map_err(|error| anyhow!("writing {}: {error}", path.display()))?;
+        eprintln!("note: capsule written to {}", path.display());
+    }
+    let mut exit = if result.ok { Exit::Pass } else { Exit::Violation };
+    if let Some(capsule) = &capsule {
+        match capsule.judge(&result) {
+            Ok(()) => eprintln!("note: the capsule's recorded verdict is reproduced"),
+            Err(why) => eprintln!("warning: the capsule's recorded verdict is not reproduced: {why}"),
+        }
+        if capsule.same_build() && capsule.trace_hash != result.trace_hash {
+            eprintln!(
+                "error: non-determinism: same build ({}), but trace hash {} instead of the capsule's {}",
+                capsule.git_commit, result.trace_hash, capsule.trace_hash
+            );
+            exit = Exit::Violation;
+        } else if !capsule.same_build() {
+            eprintln!(
+                "note: the capsule was made by crashsim {} at {}; trace hashes compare only within one build",
+                capsule.crashsim_version, capsule.git_commit
+            );
         }
     }
     if let Some(expected) = &args.expect_hash
@@ -84,7 +115,54 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
             "error: non-determinism: seed {seed} gave trace hash {}, expected {expected}",
             result.trace_hash
         );
-        return Ok(Exit::Violation);
+        exit = Exit::Violation;
     }
-    Ok(if result.ok { Exit::Pass } else { Exit::Violation })
+    Ok(exit)
+}
+
+fn print_human(
+    out: &mut impl Write,
+    args: &ReplayArgs,
+    loaded: &Loaded,
+    result: &SeedResult,
+    command: &str,
+) -> std::io::Result<()> {
+    let events = result.events.as_deref().unwrap_or_default();
+    writeln!(
+        out,
+        "seed={} scenario={} store={}",
+        result.seed,
+        loaded.label(),
+        loaded.scenario.store
+    )?;
+    writeln!(out, "faults: {}", result.faults)?;
+    if !args.quiet {
+        for event in events {
+            writeln!(out, "{}", render::line(event))?;
+        }
+    }
+    writeln!(
+        out,
+        "trace hash {} ({} events, {} steps, {} ticks, {} faults injected, {})",
+        result.trace_hash,
+        events.len(),
+        result.steps,
+        result.ticks,
+        result.injected.len(),
+        if result.settled { "settled" } else { "did not settle" }
+    )?;
+    if result.ok {
+        writeln!(out, "verdict: PASS, every invariant held")?;
+    } else {
+        writeln!(out, "verdict: FAIL, {} violation(s)", result.violations.len())?;
+        for violation in &result.violations {
+            writeln!(out, "  {violation}")?;
+        }
+        write!(
+            out,
+            "{}",
+            failure_lines(result.seed, &result.violations, None, command, None)
+        )?;
+    }
+    Ok(())
 }

@@ -20,6 +20,18 @@ use crate::{platform, report};
 const FAILURES_SHOWN: usize = 10;
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
+    let regressions = match &args.regressions {
+        Some(dir) => super::regressions::run(dir, args)?,
+        None => Exit::Pass,
+    };
+    if args.scenarios.is_empty() {
+        return Ok(regressions);
+    }
+    let exit = run_scenarios(args)?;
+    Ok(exit.worst(regressions))
+}
+
+fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     // Every scenario is validated before any seed runs: bad input exits 2 at once.
     let mut scenarios = args
         .scenarios

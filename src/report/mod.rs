@@ -2,6 +2,10 @@
 //!
 //! ```text
 //! reports/<scenario>/summary.json        the scenario's last run, machine-readable
+//! reports/<scenario>/junit.xml           the same for CI systems (a test case per failing seed)
+//! reports/<scenario>/summary.md          the same for people
+//! reports/mutants/…                      `crashsim mutants`: the detection table, same three files
+//! reports/shrink/<scenario>-<seed>/…     `crashsim shrink`: the shrunk run, its capsule, same three files
 //! reports/<scenario>/<seed>/result.json  a failing seed: verdict, violations, replay command
 //! reports/<scenario>/<seed>/trace.jsonl  its full trace (hash = sha256 of this file)
 //! reports/<scenario>/<seed>/trace.txt    the same, for people
@@ -12,6 +16,8 @@
 
 pub mod atomic;
 pub mod json;
+pub mod junit;
+pub mod markdown;
 
 use std::path::{Path, PathBuf};
 
@@ -23,9 +29,15 @@ pub fn seed_dir(root: &Path, scenario: &str, seed: u64) -> PathBuf {
     root.join(scenario).join(seed.to_string())
 }
 
-/// Writes a seed's verdict and trace; returns its folder.
+/// Writes a seed's verdict and trace under `root/<scenario>/<seed>/`; returns that folder.
 pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Result<PathBuf> {
     let dir = seed_dir(root, &result.scenario, result.seed);
+    write_seed_to(&dir, result, replay)?;
+    Ok(dir)
+}
+
+/// Writes a seed's verdict and trace into `dir`.
+pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::Result<()> {
     let record = json::SeedRecord::new(result, Some(replay.to_string()));
     let mut text = serde_json::to_string_pretty(&record).expect("records serialise");
     text.push('\n');
@@ -39,14 +51,22 @@ pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Re
         }
         atomic::write(&dir.join("trace.txt"), human.as_bytes())?;
     }
+    Ok(())
+}
+
+/// Writes a scenario's `summary.json`, `junit.xml` and `summary.md` under
+/// `root/<scenario>/`; returns that folder.
+pub fn write_summary(root: &Path, scenario: &str, summary: &json::RunSummary) -> std::io::Result<PathBuf> {
+    let dir = root.join(scenario);
+    write_json(&dir.join("summary.json"), summary)?;
+    atomic::write(&dir.join("junit.xml"), junit::run(&summary.scenarios).as_bytes())?;
+    atomic::write(&dir.join("summary.md"), markdown::run(summary).as_bytes())?;
     Ok(dir)
 }
 
-/// Writes a scenario's `summary.json`; returns its path.
-pub fn write_summary(root: &Path, scenario: &str, summary: &json::RunSummary) -> std::io::Result<PathBuf> {
-    let path = root.join(scenario).join("summary.json");
-    let mut text = serde_json::to_string_pretty(summary).expect("summaries serialise");
+/// Writes `value` as pretty JSON.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).expect("reports serialise");
     text.push('\n');
-    atomic::write(&path, text.as_bytes())?;
-    Ok(path)
+    atomic::write(path, text.as_bytes())
 }

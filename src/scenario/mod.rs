@@ -50,6 +50,9 @@ pub struct RunLimits {
     /// The whole run's budget, in ticks: a run that has not settled by then
     /// violates liveness (I10). Default 100000.
     pub ticks_max: u64,
+    /// The whole run's budget in actor steps, like `ticks_max`: a broken
+    /// implementation can keep actors busy forever without settling. Default 50000.
+    pub steps_max: u64,
     /// How often the simulator checks whether the run has settled, in ticks. Default 50.
     pub settle_check_ticks: u64,
 }
@@ -186,6 +189,7 @@ impl Default for RunLimits {
         RunLimits {
             ticks_fault: 4_000,
             ticks_max: 100_000,
+            steps_max: 50_000,
             settle_check_ticks: 50,
         }
     }
@@ -422,6 +426,9 @@ impl Scenario {
                 format!("must be between 1 and 100000000, got {}", self.run.ticks_max),
             );
         }
+        if self.run.steps_max == 0 {
+            return fail("run.steps_max", "must be at least 1".to_string());
+        }
         if self.run.ticks_fault > self.run.ticks_max {
             return fail(
                 "run.ticks_fault",
@@ -446,6 +453,11 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Whether every scripted kill still names existing actors.
+    pub fn kill_targets_valid(&self) -> bool {
+        self.script.iter().all(|entry| self.kill_targets(&entry.kill).is_ok())
     }
 
     /// The actors a scripted kill names, as (role, index) pairs.

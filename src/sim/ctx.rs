@@ -5,7 +5,7 @@
 //! one step. That is what keeps actors from reading a wall clock or drawing
 //! from a stream that is not theirs.
 
-use super::faults::{FaultPlan, KillCounters, KillPoint};
+use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters, KillPoint};
 use super::net::{Address, Message};
 use super::prng::Prng;
 use crate::actors::ActorId;
@@ -32,12 +32,17 @@ pub struct World {
     pub pending_batch: usize,
 }
 
-/// Decides kills: counts every time a point is reached and draws from the
-/// actor's own fault stream while faults are on.
+/// Decides kills: counts every time a point is reached and, while faults
+/// are on, draws from the actor's own fault stream (or looks the occurrence
+/// up in a forced schedule).
 pub(super) struct KillGate<'a> {
     pub plan: &'a FaultPlan,
+    pub source: &'a FaultSource,
     pub counters: &'a mut KillCounters,
+    /// This actor's reaches per point, across its lives.
+    pub reaches: &'a mut [u64; KILL_POINTS],
     pub prng: &'a mut Prng,
+    pub injected: &'a mut Vec<Injected>,
     pub active: bool,
 }
 
@@ -65,10 +70,17 @@ impl Ctx<'_> {
     pub fn kill_point(&mut self, point: KillPoint) -> bool {
         let gate = &mut self.kill;
         gate.counters.reached[point.index()] += 1;
-        if !gate.active || !gate.prng.chance(gate.plan.rate(point)) {
+        gate.reaches[point.index()] += 1;
+        let fault = Fault::Kill {
+            actor: self.me,
+            point,
+            reach: gate.reaches[point.index()],
+        };
+        if !gate.active || !gate.source.fires(gate.prng, gate.plan.rate(point), &fault) {
             return false;
         }
         gate.counters.fired[point.index()] += 1;
+        gate.injected.push(Injected { tick: self.now, fault });
         true
     }
 

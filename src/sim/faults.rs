@@ -29,11 +29,13 @@
 //!
 //! All faults stop when the quiet phase begins.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use super::prng::Prng;
+use crate::actors::ActorId;
 use crate::ratio::Ratio;
 
 /// A place in an actor's loop where the simulator may kill it.
@@ -228,6 +230,56 @@ impl KillCounters {
 
     pub fn total_fired(&self) -> u64 {
         self.fired.iter().sum()
+    }
+}
+
+/// One injected fault, keyed by occurrence rather than by tick, so that a
+/// replay can force it again and a shrinker can remove it: after an earlier
+/// fault is removed the run takes another course, but "the third time
+/// worker-1 reaches after_deliver" still names a moment of the same kind.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+pub enum Fault {
+    /// Kill `actor` the `reach`-th time (from 1, across its lives) it reaches `point`.
+    Kill {
+        actor: ActorId,
+        point: KillPoint,
+        reach: u64,
+    },
+    /// Lose the `send`-th message (from 1) that `from` sends.
+    Drop { from: ActorId, send: u64 },
+    /// Deliver the `send`-th message that `from` sends twice.
+    Duplicate { from: ActorId, send: u64 },
+    /// Follow the `reply`-th confirmed reply to a worker with a key-conflict probe.
+    Probe { reply: u64 },
+}
+
+/// A fault that fired, and when.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Injected {
+    pub tick: u64,
+    #[serde(flatten)]
+    pub fault: Fault,
+}
+
+/// Where fault decisions come from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FaultSource {
+    /// Drawn from the seed's fault streams with the plan's rates.
+    #[default]
+    Drawn,
+    /// Exactly these faults, whenever their occurrence comes up during the
+    /// fault phase (a replay capsule, or a shrinker's candidate).
+    Forced(BTreeSet<Fault>),
+}
+
+impl FaultSource {
+    /// Decides a fault: draws with `rate` from `prng`, or looks `fault` up.
+    pub fn fires(&self, prng: &mut Prng, rate: Ratio, fault: &Fault) -> bool {
+        match self {
+            FaultSource::Drawn => prng.chance(rate),
+            FaultSource::Forced(faults) => faults.contains(fault),
+        }
     }
 }
 

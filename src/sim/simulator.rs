@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use super::ctx::{Ctx, KillGate, TripRequest, World};
-use super::faults::{FaultPlan, KillCounters};
+use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use super::net::{Address, Message};
 use super::prng::Prng;
 use super::queue::Queue;
@@ -47,6 +47,9 @@ pub struct RunOutput {
     pub seed: u64,
     pub events: Vec<TraceEvent>,
     pub plan: FaultPlan,
+    /// Every fault that fired, in order: a forced replay of this list
+    /// reproduces the run.
+    pub injected: Vec<Injected>,
     pub kills: KillCounters,
     pub trips: Vec<TripRequest>,
     /// Actor steps taken.
@@ -90,6 +93,10 @@ struct Slot {
     waiting: bool,
     /// Busy answers in a row, for the backoff.
     busy_streak: u32,
+    /// How often the actor reached each kill point, across its lives.
+    reaches: [u64; KILL_POINTS],
+    /// Messages it sent, across its lives.
+    sent: u64,
     /// The actor's decisions.
     prng: Prng,
     /// Its step durations and restart delays.
@@ -111,8 +118,18 @@ pub struct Simulator<'a> {
     observer: Connection,
     trace: Recorder,
     kills: KillCounters,
-    net_prng: Prng,
+    source: FaultSource,
+    injected: Vec<Injected>,
+    /// Fault decisions and everything else draw from separate streams, so a
+    /// forced schedule (which draws no decisions) leaves the rest unchanged.
+    loss_prng: Prng,
+    latency_prng: Prng,
     probe_prng: Prng,
+    probe_target_prng: Prng,
+    /// Messages the prober sent (it has no slot).
+    prober_sent: u64,
+    /// Confirmed replies delivered to workers, for probe occurrences.
+    confirmed_replies: u64,
     /// Core parameters of every key a worker sent, for probes.
     requests: std::collections::BTreeMap<String, (String, String)>,
     in_flight: u64,
@@ -124,8 +141,9 @@ pub struct Simulator<'a> {
 }
 
 impl<'a> Simulator<'a> {
-    /// Sets up a run of `scenario` with `seed`, its databases in `dir`.
-    pub fn new(scenario: &'a Scenario, seed: u64, dir: &Path) -> Result<Simulator<'a>, SimError> {
+    /// Sets up a run of `scenario` with `seed`, its databases in `dir`, its
+    /// faults drawn or forced by `source`.
+    pub fn new(scenario: &'a Scenario, seed: u64, dir: &Path, source: FaultSource) -> Result<Simulator<'a>, SimError> {
         let implementation =
             crate::mutants::resolve(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
         let store_path = dir.join("store.db");
@@ -168,6 +186,8 @@ impl<'a> Simulator<'a> {
                 token: 0,
                 waiting: false,
                 busy_streak: 0,
+                reaches: [0; KILL_POINTS],
+                sent: 0,
                 prng: Prng::derive(seed, &format!("{id}/decide")),
                 sched: Prng::derive(seed, &format!("{id}/sched")),
                 faults: Prng::derive(seed, &format!("{id}/faults")),
@@ -187,8 +207,14 @@ impl<'a> Simulator<'a> {
             observer,
             trace: Recorder::new(),
             kills: KillCounters::default(),
-            net_prng: Prng::derive(seed, "net"),
-            probe_prng: Prng::derive(seed, "probe"),
+            source,
+            injected: Vec::new(),
+            loss_prng: Prng::derive(seed, "net/loss"),
+            latency_prng: Prng::derive(seed, "net/latency"),
+            probe_prng: Prng::derive(seed, "probe/chance"),
+            probe_target_prng: Prng::derive(seed, "probe/target"),
+            prober_sent: 0,
+            confirmed_replies: 0,
             requests: Default::default(),
             in_flight: 0,
             steps: 0,
@@ -213,9 +239,9 @@ impl<'a> Simulator<'a> {
     /// Runs to the end and returns what happened. The actors' connections
     /// are closed before this returns, so the files can be judged.
     pub fn run(mut self) -> RunOutput {
-        let ticks_max = self.scenario.run.ticks_max;
+        let (ticks_max, steps_max) = (self.scenario.run.ticks_max, self.scenario.run.steps_max);
         while let Some((tick, event)) = self.queue.pop() {
-            if tick > ticks_max {
+            if tick > ticks_max || self.steps >= steps_max {
                 break;
             }
             self.now = tick;
@@ -239,6 +265,7 @@ impl<'a> Simulator<'a> {
             seed: self.seed,
             events: self.trace.into_events(),
             plan: self.plan,
+            injected: self.injected,
             kills: self.kills,
             trips: self.world.trips,
             steps: self.steps,
@@ -366,7 +393,9 @@ impl<'a> Simulator<'a> {
             slots,
             world,
             plan,
+            source,
             kills,
+            injected,
             trace,
             phase,
             now,
@@ -384,8 +413,11 @@ impl<'a> Simulator<'a> {
             world,
             kill: KillGate {
                 plan,
+                source,
                 counters: kills,
+                reaches: &mut entry.reaches,
                 prng: &mut entry.faults,
+                injected,
                 active: *phase == Phase::Faults,
             },
             trace,
@@ -405,13 +437,27 @@ impl<'a> Simulator<'a> {
         let faults_on = self.phase == Phase::Faults;
         if let Message::Request { request, reply_to } = &message
             && reply_to.actor.role == Role::Worker
-            && !self.plan.key_conflict.is_zero()
         {
             self.requests
                 .entry(request.key.clone())
                 .or_insert_with(|| (request.kind.clone(), request.payload.clone()));
         }
-        if faults_on && self.net_prng.chance(self.plan.net_drop) {
+        let send = match self.slot_of(from) {
+            Some(slot) => {
+                self.slots[slot].sent += 1;
+                self.slots[slot].sent
+            }
+            None => {
+                self.prober_sent += 1;
+                self.prober_sent
+            }
+        };
+        let drop = Fault::Drop { from, send };
+        if faults_on && self.source.fires(&mut self.loss_prng, self.plan.net_drop, &drop) {
+            self.injected.push(Injected {
+                tick: self.now,
+                fault: drop,
+            });
             let op = Op::Lost {
                 key: message.key().to_string(),
                 to: to.actor,
@@ -421,8 +467,17 @@ impl<'a> Simulator<'a> {
             return;
         }
         let mut copies = 1;
-        if faults_on && self.net_prng.chance(self.plan.net_duplicate) {
+        let duplicate = Fault::Duplicate { from, send };
+        if faults_on
+            && self
+                .source
+                .fires(&mut self.loss_prng, self.plan.net_duplicate, &duplicate)
+        {
             copies = 2;
+            self.injected.push(Injected {
+                tick: self.now,
+                fault: duplicate,
+            });
             let op = Op::Duplicated {
                 key: message.key().to_string(),
                 to: to.actor,
@@ -430,7 +485,9 @@ impl<'a> Simulator<'a> {
             self.record(from, op);
         }
         for _ in 0..copies {
-            let latency = self.net_prng.range_inclusive(1, self.world.timing.latency_ticks_max);
+            let latency = self
+                .latency_prng
+                .range_inclusive(1, self.world.timing.latency_ticks_max);
             self.in_flight += 1;
             self.queue.push(
                 self.now + latency,
@@ -492,7 +549,11 @@ impl<'a> Simulator<'a> {
     /// After a confirmed reply, maybe send a rogue request that reuses the
     /// key with other core parameters (I7).
     fn maybe_probe(&mut self, key: String) {
-        if self.phase != Phase::Faults || !self.probe_prng.chance(self.plan.key_conflict) {
+        self.confirmed_replies += 1;
+        let probe = Fault::Probe {
+            reply: self.confirmed_replies,
+        };
+        if self.phase != Phase::Faults || !self.source.fires(&mut self.probe_prng, self.plan.key_conflict, &probe) {
             return;
         }
         let Some((kind, original)) = self.requests.get(&key).cloned() else {
@@ -501,11 +562,15 @@ impl<'a> Simulator<'a> {
         let Ok(mut fields) = payload::decode(&original) else {
             return;
         };
+        self.injected.push(Injected {
+            tick: self.now,
+            fault: probe,
+        });
         self.probes += 1;
         fields.insert("probe".to_string(), self.probes.to_string());
         let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let altered = payload::encode(&pairs);
-        let index = self.probe_prng.below(u64::from(self.world.receivers_count)) as u32;
+        let index = self.probe_target_prng.below(u64::from(self.world.receivers_count)) as u32;
         let to = ActorId::new(Role::Receiver, index);
         self.record(
             ActorId::PROBER,

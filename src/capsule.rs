@@ -1,0 +1,211 @@
+//! Replay capsules: a failing (or passing) run as a small TOML file that
+//! replays it exactly.
+//!
+//! A capsule holds what a replay needs and what it should find: crashsim's
+//! version and git commit and SQLite's version (a seed only means the same
+//! run against the same code), the whole scenario inline (shrunk, usually),
+//! the seed, the mutant, the forced fault schedule, and the expected verdict.
+//! `crashsim replay --capsule FILE` runs it; capsules under
+//! `scenarios/regressions/` are replayed by the tests and by
+//! `crashsim run --regressions`, each expected to keep failing against its
+//! mutant (or keep passing against the reference) as it records.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::check::Invariant;
+use crate::platform;
+use crate::runner::SeedResult;
+use crate::scenario::{Loaded, Scenario};
+use crate::sim::faults::{FaultSource, Injected};
+
+/// The first line of every capsule's `format` key.
+pub const FORMAT: &str = "crashsim-capsule/1";
+
+/// What a replay of the capsule must find.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// `"fail"` or `"pass"`.
+    pub verdict: Verdict,
+    /// For a failure: the invariant that must still fail (others may join it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invariant: Option<Invariant>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Fail,
+    Pass,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capsule {
+    /// Always `crashsim-capsule/1`.
+    pub format: String,
+    pub crashsim_version: String,
+    pub git_commit: String,
+    pub sqlite_version: String,
+    /// The scenario's name when the capsule was made (`smoke`).
+    pub scenario_name: String,
+    #[serde(serialize_with = "seed_as_text", deserialize_with = "seed_from_text")]
+    pub seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutant: Option<String>,
+    pub expect: Expect,
+    /// The trace hash the capsule's own run had (comparable only at the same commit).
+    pub trace_hash: String,
+    /// Steps the capsule's run took.
+    pub steps: u64,
+    pub scenario: Scenario,
+    /// The forced fault schedule, in the order the faults fired.
+    #[serde(default)]
+    pub schedule: Vec<Injected>,
+}
+
+/// A capsule that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CapsuleError {
+    #[error("{path}: cannot read the capsule: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+fn seed_as_text<S: Serializer>(seed: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    // TOML integers are signed 64-bit; a seed may not fit.
+    serializer.collect_str(seed)
+}
+
+fn seed_from_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    crate::seed::parse_seed(&text).map_err(serde::de::Error::custom)
+}
+
+impl Capsule {
+    /// The capsule of a finished run of `loaded` (whose scenario may have
+    /// been shrunk). A failing run expects its first violation's invariant.
+    pub fn of_run(loaded: &Loaded, result: &SeedResult) -> Capsule {
+        let expect = match result.violations.first() {
+            Some(violation) => Expect {
+                verdict: Verdict::Fail,
+                invariant: Some(violation.invariant),
+            },
+            None => Expect {
+                verdict: Verdict::Pass,
+                invariant: None,
+            },
+        };
+        let mut scenario = loaded.scenario.clone();
+        scenario.seed = None;
+        Capsule {
+            format: FORMAT.to_string(),
+            crashsim_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: platform::git_commit().to_string(),
+            sqlite_version: platform::sqlite_version().to_string(),
+            scenario_name: loaded.name.clone(),
+            seed: result.seed,
+            mutant: loaded.mutant.clone(),
+            expect,
+            trace_hash: result.trace_hash.clone(),
+            steps: result.steps,
+            scenario,
+            schedule: result.injected.clone(),
+        }
+    }
+
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).expect("capsules serialise");
+        format!(
+            "# crashsim replay capsule: `crashsim replay --capsule <this file>` replays it.\n\
+             # Seed {} of {}{}, expected to {}.\n{body}",
+            self.seed,
+            self.scenario_name,
+            self.mutant
+                .as_ref()
+                .map(|m| format!(" against mutant {m}"))
+                .unwrap_or_default(),
+            match (&self.expect.verdict, &self.expect.invariant) {
+                (Verdict::Fail, Some(invariant)) => format!("fail {invariant}"),
+                (Verdict::Fail, None) => "fail".to_string(),
+                (Verdict::Pass, _) => "pass".to_string(),
+            }
+        )
+    }
+
+    pub fn read(path: &Path) -> Result<Capsule, CapsuleError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CapsuleError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let capsule: Capsule = toml::from_str(&text).map_err(|error| CapsuleError::Invalid {
+            path: path.to_path_buf(),
+            message: error.to_string().trim().to_string(),
+        })?;
+        if capsule.format != FORMAT {
+            return Err(CapsuleError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("format {:?} is not {FORMAT:?}", capsule.format),
+            });
+        }
+        if let Some(mutant) = &capsule.mutant
+            && crate::mutants::resolve(mutant).is_none()
+        {
+            return Err(CapsuleError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("unknown mutant {mutant:?}"),
+            });
+        }
+        Ok(capsule)
+    }
+
+    /// The scenario to run, named and with the mutant in place.
+    pub fn loaded(&self, path: &Path) -> Loaded {
+        let mut scenario = self.scenario.clone();
+        if let Some(mutant) = &self.mutant {
+            scenario.store = mutant.clone();
+        }
+        Loaded {
+            name: self.scenario_name.clone(),
+            path: path.to_path_buf(),
+            scenario,
+            mutant: self.mutant.clone(),
+        }
+    }
+
+    /// The forced fault source.
+    pub fn faults(&self) -> FaultSource {
+        FaultSource::Forced(self.schedule.iter().map(|injected| injected.fault.clone()).collect())
+    }
+
+    /// Whether a run's result is what the capsule expects; `Err` says why not.
+    pub fn judge(&self, result: &SeedResult) -> Result<(), String> {
+        match (self.expect.verdict, self.expect.invariant) {
+            (Verdict::Pass, _) if result.ok => Ok(()),
+            (Verdict::Pass, _) => Err(format!("expected a pass, got {}", result.violations[0])),
+            (Verdict::Fail, _) if result.ok => Err("expected a failure, every invariant held".to_string()),
+            (Verdict::Fail, None) => Ok(()),
+            (Verdict::Fail, Some(invariant)) => {
+                if result
+                    .violations
+                    .iter()
+                    .any(|violation| violation.invariant == invariant)
+                {
+                    Ok(())
+                } else {
+                    Err(format!("expected {invariant} to fail, got {}", result.violations[0]))
+                }
+            }
+        }
+    }
+
+    /// Whether the trace hash is comparable: same crashsim commit.
+    pub fn same_build(&self) -> bool {
+        self.git_commit == platform::git_commit()
+            && !self.git_commit.ends_with("-dirty")
+            && self.git_commit != "unknown"
+    }
+}

@@ -1,0 +1,205 @@
+//! `crashsim mutants`: the detection table. Every mutant against the
+//! scenarios, seeds-to-detection from several start points, and the
+//! reference's row, which must be clean. Exits 1 if a mutant escapes or the
+//! reference fails.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+use super::output::replay_command;
+use super::{Format, MutantsArgs};
+use crate::detect::{self, Row, Settings};
+use crate::exit::Exit;
+use crate::mutants::{self, Mutant};
+use crate::report::{self, atomic, junit, markdown};
+use crate::runner::{self, Options};
+use crate::scenario::{self, Loaded};
+
+/// The shipped scenarios: every `*.toml` directly in `scenarios/`.
+fn shipped(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list scenarios", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
+    let paths = if args.scenario.is_empty() {
+        shipped(&PathBuf::from("scenarios"))?
+    } else {
+        args.scenario.clone()
+    };
+    let scenarios: Vec<Loaded> = paths
+        .iter()
+        .map(|path| scenario::load(path))
+        .collect::<Result<_, _>>()?;
+    // A mutant scenario would make "the reference" not the reference.
+    for loaded in &scenarios {
+        if loaded.scenario.store != "reference" {
+            bail!(
+                "{}: `store = {:?}`: the detection table runs the mutants against reference scenarios",
+                loaded.path.display(),
+                loaded.scenario.store
+            );
+        }
+    }
+    let selected: Vec<&'static Mutant> = if args.mutant.is_empty() {
+        mutants::MUTANTS.iter().collect()
+    } else {
+        args.mutant
+            .iter()
+            .map(|name| mutants::by_name(name).with_context(|| format!("unknown mutant {name:?}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    if args.seeds == 0 || args.ranges == 0 {
+        bail!("--seeds and --ranges must be at least 1");
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let settings = Settings {
+        seeds_max: args.seeds,
+        ranges: args.ranges,
+        reference_seeds: args.reference_seeds.unwrap_or(args.seeds),
+        jobs,
+        options: Options {
+            work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+            keep_failed: false,
+            keep_traces: false,
+        },
+    };
+    let human = args.format == Format::Human;
+    if human {
+        println!(
+            "{} mutant(s) × {} scenario(s), {} range(s) of up to {} seeds each; reference: {} seeds per scenario; {jobs} job(s)",
+            selected.len(),
+            scenarios.len(),
+            settings.ranges,
+            settings.seeds_max,
+            settings.reference_seeds
+        );
+    }
+    let progress = |mutant: &str, pair: &detect::Pair| {
+        if human && std::env::var_os("CI").is_none() {
+            let found = match pair.median_seeds_to_detection {
+                Some(median) => format!("caught, median {median} seed(s)"),
+                None if pair.first_seed.is_some() => "caught in some ranges".to_string(),
+                None => "not caught".to_string(),
+            };
+            eprintln!("  {mutant} on {}: {found}", pair.scenario);
+        }
+    };
+    let rows = detect::measure(&scenarios, &selected, &settings, &progress)?;
+
+    match args.format {
+        Format::Human => print_table(&rows),
+        Format::Json => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            for row in &rows {
+                writeln!(out, "{}", serde_json::to_string(row).expect("rows serialise"))?;
+            }
+        }
+    }
+    if !args.no_report {
+        let dir = args.report.join("mutants");
+        write_reports(&dir, &rows, &scenarios, &settings)
+            .with_context(|| format!("writing the reports under {}", dir.display()))?;
+        if human {
+            println!("note: reports written to {}/", dir.display());
+        }
+    }
+    let escaped: Vec<&str> = rows
+        .iter()
+        .filter(|row| !row.ok())
+        .map(|row| row.mutant.as_str())
+        .collect();
+    if escaped.is_empty() {
+        Ok(Exit::Pass)
+    } else {
+        if human {
+            println!("error: not as expected: {}", escaped.join(", "));
+        }
+        Ok(Exit::Violation)
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<26} {:>3} {:<8} {:<16} {:<14} {:>12} {:>8} {:>9}",
+        "mutant", "#", "caught", "invariants", "scenario", "first seed", "median", "wall ms"
+    );
+    for row in rows {
+        let caught = match (row.mutant.as_str(), row.caught) {
+            ("reference", false) => "clean",
+            ("reference", true) => "FAILED",
+            (_, true) => "yes",
+            (_, false) => "ESCAPED",
+        };
+        let invariants: Vec<String> = row.invariants.iter().map(ToString::to_string).collect();
+        let show = |value: Option<u64>| value.map_or_else(|| "-".to_string(), |v| v.to_string());
+        println!(
+            "{:<26} {:>3} {:<8} {:<16} {:<14} {:>12} {:>8} {:>9}",
+            row.mutant,
+            row.mistake.map_or_else(String::new, |m| m.to_string()),
+            caught,
+            if invariants.is_empty() {
+                "-".to_string()
+            } else {
+                invariants.join(",")
+            },
+            row.scenario.as_deref().unwrap_or("-"),
+            show(row.first_seed),
+            show(row.median_seeds_to_detection),
+            show(row.wall_ms)
+        );
+    }
+}
+
+/// summary.json, junit.xml, summary.md, and each caught mutant's first
+/// failing seed (trace and page) so the bug can be seen, not only counted.
+fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], settings: &Settings) -> anyhow::Result<()> {
+    let summary = serde_json::json!({
+        "git_commit": crate::platform::git_commit(),
+        "sqlite_version": crate::platform::sqlite_version(),
+        "seeds_max": settings.seeds_max,
+        "ranges": settings.ranges,
+        "reference_seeds": settings.reference_seeds,
+        "rows": rows,
+    });
+    report::write_json(&dir.join("summary.json"), &summary)?;
+    atomic::write(
+        &dir.join("junit.xml"),
+        junit::mutants(rows, settings.seeds_max).as_bytes(),
+    )?;
+    atomic::write(
+        &dir.join("summary.md"),
+        markdown::mutants(rows, settings.seeds_max, settings.ranges).as_bytes(),
+    )?;
+    let keep = Options {
+        keep_traces: true,
+        ..settings.options.clone()
+    };
+    for row in rows.iter().filter(|row| row.caught) {
+        let (Some(name), Some(seed)) = (&row.scenario, row.first_seed) else {
+            continue;
+        };
+        let Some(loaded) = scenarios.iter().find(|loaded| &loaded.name == name) else {
+            continue;
+        };
+        let loaded = if row.mutant == "reference" {
+            loaded.clone()
+        } else {
+            loaded.clone().with_mutant(&row.mutant).map_err(anyhow::Error::msg)?
+        };
+        let result = runner::run_seed(&loaded, seed, &keep)?;
+        let seed_dir = dir.join(&row.mutant).join(format!("{name}-{seed}"));
+        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! `crashsim run --regressions [DIR]`: replays every capsule in the
+//! regression corpus and checks each still gives the verdict it records
+//! (a mutant's failure keeps failing with its invariant; a reference pass
+//! keeps passing).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::{Format, RunArgs};
+use crate::capsule::Capsule;
+use crate::exit::Exit;
+use crate::runner::{self, Options};
+
+pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list the regression corpus", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    // Every capsule is read before any runs: a broken one is bad input.
+    let capsules = paths
+        .iter()
+        .map(|path| Capsule::read(path).map(|capsule| (path, capsule)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = Options {
+        work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+        keep_failed: args.keep_failed,
+        keep_traces: false,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut failed = 0;
+    for (path, capsule) in &capsules {
+        let loaded = capsule.loaded(path);
+        let result = runner::run_seed_with(&loaded, capsule.seed, &options, capsule.faults())?;
+        let verdict = capsule.judge(&result);
+        if verdict.is_err() {
+            failed += 1;
+        }
+        match args.format {
+            Format::Human => match &verdict {
+                Ok(()) => writeln!(out, "regression {}: ok", path.display())?,
+                Err(why) => writeln!(out, "error: regression {}: {why}", path.display())?,
+            },
+            Format::Json => {
+                let line = serde_json::json!({
+                    "regression": path.display().to_string(),
+                    "ok": verdict.is_ok(),
+                    "message": verdict.err(),
+                    "trace_hash": result.trace_hash,
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    if args.format == Format::Human {
+        writeln!(
+            out,
+            "regressions: {} capsule(s), {failed} not as recorded",
+            capsules.len()
+        )?;
+    }
+    Ok(if failed == 0 { Exit::Pass } else { Exit::Violation })
+}

@@ -1,0 +1,148 @@
+//! `crashsim shrink`: a failing seed made small, and its replay capsule.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, anyhow};
+
+use super::output::{failure_lines, thousands};
+use super::{Format, ShrinkArgs};
+use crate::capsule::Capsule;
+use crate::exit::Exit;
+use crate::report::{self, atomic, junit, markdown};
+use crate::runner::{self, Options};
+use crate::scenario;
+use crate::shrink::{ShrinkError, Size, shrink as shrink_run};
+
+pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
+    let mut loaded = scenario::load(&args.scenario)?;
+    if let Some(mutant) = &args.mutant {
+        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
+    }
+    let seed = args.seed.or(loaded.scenario.seed).ok_or_else(|| {
+        anyhow!(
+            "{}: no --seed given and the scenario sets no `seed`",
+            args.scenario.display()
+        )
+    })?;
+    let options = Options {
+        work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+        keep_failed: false,
+        keep_traces: true,
+    };
+    let human = args.format == Format::Human;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "wall time reports speed; it never steers a run"
+    )]
+    let started = std::time::Instant::now();
+    let mut progress = |line: &str| {
+        if human {
+            eprintln!("  {line}");
+        }
+    };
+    let shrunk = match shrink_run(&loaded, seed, &options, args.max_runs, &mut progress) {
+        Err(ShrinkError::Passes { seed }) => {
+            println!("seed {seed} of {} passes: nothing to shrink", loaded.label());
+            return Ok(Exit::Pass);
+        }
+        other => other?,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let capsule = Capsule::of_run(&shrunk.loaded, &shrunk.result);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("scenarios/regressions").join(format!("{}-{seed}.toml", loaded.label())));
+    atomic::write(&out, capsule.to_toml().as_bytes()).with_context(|| format!("writing {}", out.display()))?;
+    let replay = format!("{} --capsule {}", replay_prefix(), out.display());
+
+    let report_dir = if args.no_report {
+        None
+    } else {
+        let dir = args.report.join("shrink").join(format!("{}-{seed}", loaded.label()));
+        report::write_seed_to(&dir, &shrunk.result, &replay)
+            .with_context(|| format!("writing the report under {}", dir.display()))?;
+        atomic::write(&dir.join("capsule.toml"), capsule.to_toml().as_bytes())?;
+        let first = shrunk
+            .result
+            .violations
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let summary = serde_json::json!({
+            "scenario": loaded.label(),
+            "seed": seed,
+            "invariant": shrunk.target,
+            "original": shrunk.original,
+            "shrunk": shrunk.shrunk,
+            "runs": shrunk.runs,
+            "capsule": out.display().to_string(),
+            "replay": replay,
+            "violations": shrunk.result.violations,
+            "git_commit": crate::platform::git_commit(),
+            "sqlite_version": crate::platform::sqlite_version(),
+        });
+        report::write_json(&dir.join("summary.json"), &summary)?;
+        atomic::write(
+            &dir.join("junit.xml"),
+            junit::shrink(&loaded.label(), seed, &first, &replay).as_bytes(),
+        )?;
+        let target = shrunk.target.to_string();
+        let markdown = markdown::shrink(
+            &loaded.label(),
+            seed,
+            &target,
+            &shrunk.original,
+            &shrunk.shrunk,
+            &replay,
+        );
+        atomic::write(&dir.join("summary.md"), markdown.as_bytes())?;
+        Some(dir)
+    };
+
+    if human {
+        println!(
+            "shrunk seed={seed} of {}: {} still fails",
+            loaded.label(),
+            shrunk.target
+        );
+        print_size("original", &shrunk.original);
+        print_size("shrunk", &shrunk.shrunk);
+        println!("  ({} candidate runs in {seconds:.1} s)", shrunk.runs);
+        print!(
+            "{}",
+            failure_lines(seed, &shrunk.result.violations, None, &replay, report_dir.as_deref())
+        );
+        println!("note: capsule written to {}", out.display());
+    } else {
+        let line = serde_json::json!({
+            "scenario": loaded.label(),
+            "seed": seed,
+            "invariant": shrunk.target,
+            "original": shrunk.original,
+            "shrunk": shrunk.shrunk,
+            "runs": shrunk.runs,
+            "seconds": seconds,
+            "capsule": out.display().to_string(),
+            "violations": shrunk.result.violations,
+        });
+        println!("{line}");
+    }
+    Ok(Exit::Violation)
+}
+
+fn print_size(label: &str, size: &Size) {
+    println!(
+        "  {label:<9} {:>9} steps, {:>4} faults, {:>4} workflows, {:>3} actors",
+        thousands(size.steps),
+        size.faults,
+        size.workflows,
+        size.actors
+    );
+}
+
+/// `cargo run --release -- replay` or `crashsim replay`, like the seed replay command.
+fn replay_prefix() -> String {
+    let command = super::output::replay_command_prefix();
+    format!("{command} replay")
+}

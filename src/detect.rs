@@ -1,0 +1,283 @@
+//! Detection power: how fast the checkers catch each mutant, and proof that
+//! the reference stays clean on the same scenarios.
+//!
+//! For each (mutant, scenario) pair, seeds are searched in order from
+//! several disjoint start points (range `r` starts at `r << 32`) until the
+//! first failure; the number of seeds that took is the seeds-to-detection of
+//! that range. The median over the ranges is the figure reported, so one
+//! lucky seed does not pass for detection power. If the first range finds
+//! nothing within `seeds_max`, the scenario is taken to be blind to that
+//! mutant and its other ranges are not searched.
+//!
+//! Wall time is measured here (it reports; it steers nothing).
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::check::Invariant;
+use crate::mutants::Mutant;
+use crate::runner::{Options, RunError, run_seed, run_seeds};
+use crate::scenario::Loaded;
+
+/// Range `r` of a search starts at seed `r << RANGE_SHIFT`.
+pub const RANGE_SHIFT: u32 = 32;
+
+/// How much to measure.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Seeds searched per range before giving up.
+    pub seeds_max: u64,
+    /// Disjoint start points per (mutant, scenario).
+    pub ranges: u32,
+    /// Seeds of each scenario the reference must pass.
+    pub reference_seeds: u64,
+    pub jobs: usize,
+    pub options: Options,
+}
+
+/// One mutant on one scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    pub scenario: String,
+    /// Per range: how many seeds until the first failure, if any.
+    pub seeds_to_detection: Vec<Option<u64>>,
+    /// The median over ranges (a range that found nothing counts as worse
+    /// than any that did); `None` if the median range found nothing.
+    pub median_seeds_to_detection: Option<u64>,
+    /// The first failing seed of the first range.
+    pub first_seed: Option<u64>,
+    /// The invariants that seed violated.
+    pub invariants: BTreeSet<Invariant>,
+    /// Wall time of the first range's search until its first failure.
+    pub wall_ms: Option<u64>,
+    /// Seeds run for this pair, all ranges together.
+    pub seeds_run: u64,
+}
+
+/// One row of the detection table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The mutant's name, or `"reference"`.
+    pub mutant: String,
+    /// The mistake's number in PROTOCOL.md §7 (none for the reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mistake: Option<u8>,
+    /// For a mutant: caught in some scenario. For the reference: it failed somewhere (bad).
+    pub caught: bool,
+    /// Invariants violated by the first failing seeds, over all scenarios.
+    pub invariants: Vec<Invariant>,
+    /// The scenario that caught it fastest (median), or that failed the reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    pub first_seed: Option<u64>,
+    pub median_seeds_to_detection: Option<u64>,
+    pub wall_ms: Option<u64>,
+    /// Seeds run for this row.
+    pub seeds_run: u64,
+    /// Every scenario's figures.
+    pub scenarios: Vec<Pair>,
+}
+
+impl Row {
+    /// True if the row is as it should be: a mutant caught, the reference clean.
+    pub fn ok(&self) -> bool {
+        if self.mutant == "reference" {
+            !self.caught
+        } else {
+            self.caught
+        }
+    }
+}
+
+fn median(values: &[Option<u64>], seeds_max: u64) -> Option<u64> {
+    let mut sorted: Vec<u64> = values.iter().map(|value| value.unwrap_or(seeds_max + 1)).collect();
+    sorted.sort_unstable();
+    let middle = *sorted.get(sorted.len().saturating_sub(1) / 2)?;
+    (middle <= seeds_max).then_some(middle)
+}
+
+/// Searches one range; returns (seeds to detection, failing seed, its invariants, wall ms, seeds run).
+fn search(loaded: &Loaded, start: u64, settings: &Settings) -> Result<Search, RunError> {
+    #[expect(clippy::disallowed_methods, reason = "detection wall time is a report, not an input")]
+    let started = Instant::now();
+    for index in 0..settings.seeds_max {
+        let seed = start + index;
+        let result = run_seed(loaded, seed, &settings.options)?;
+        if !result.ok {
+            return Ok(Search {
+                found: Some((index + 1, seed, result.violations.iter().map(|v| v.invariant).collect())),
+                wall_ms: started.elapsed().as_millis() as u64,
+                seeds_run: index + 1,
+            });
+        }
+    }
+    Ok(Search {
+        found: None,
+        wall_ms: started.elapsed().as_millis() as u64,
+        seeds_run: settings.seeds_max,
+    })
+}
+
+struct Search {
+    found: Option<(u64, u64, BTreeSet<Invariant>)>,
+    wall_ms: u64,
+    seeds_run: u64,
+}
+
+fn measure_pair(loaded: &Loaded, settings: &Settings) -> Result<Pair, RunError> {
+    let first = search(loaded, 0, settings)?;
+    let mut seeds_run = first.seeds_run;
+    let mut seeds_to_detection = vec![first.found.as_ref().map(|found| found.0)];
+    if first.found.is_some() {
+        for range in 1..settings.ranges {
+            let next = search(loaded, u64::from(range) << RANGE_SHIFT, settings)?;
+            seeds_run += next.seeds_run;
+            seeds_to_detection.push(next.found.map(|found| found.0));
+        }
+    } else {
+        seeds_to_detection.resize(settings.ranges as usize, None);
+    }
+    Ok(Pair {
+        scenario: loaded.name.clone(),
+        median_seeds_to_detection: median(&seeds_to_detection, settings.seeds_max),
+        first_seed: first.found.as_ref().map(|found| found.1),
+        invariants: first.found.map(|found| found.2).unwrap_or_default(),
+        wall_ms: seeds_to_detection[0].map(|_| first.wall_ms),
+        seeds_to_detection,
+        seeds_run,
+    })
+}
+
+fn mutant_row(mutant: &Mutant, pairs: Vec<Pair>) -> Row {
+    let best = pairs
+        .iter()
+        .filter(|pair| pair.first_seed.is_some())
+        .min_by_key(|pair| pair.median_seeds_to_detection.unwrap_or(u64::MAX));
+    let invariants: BTreeSet<Invariant> = pairs.iter().flat_map(|pair| pair.invariants.iter().copied()).collect();
+    Row {
+        mutant: mutant.name.to_string(),
+        mistake: Some(mutant.mistake),
+        caught: best.is_some(),
+        invariants: invariants.into_iter().collect(),
+        scenario: best.map(|pair| pair.scenario.clone()),
+        first_seed: best.and_then(|pair| pair.first_seed),
+        median_seeds_to_detection: best.and_then(|pair| pair.median_seeds_to_detection),
+        wall_ms: best.and_then(|pair| pair.wall_ms),
+        seeds_run: pairs.iter().map(|pair| pair.seeds_run).sum(),
+        scenarios: pairs,
+    }
+}
+
+/// Runs the reference over `reference_seeds` seeds of each scenario.
+fn reference_row(scenarios: &[Loaded], settings: &Settings) -> Result<Row, RunError> {
+    let seeds: Vec<u64> = (0..settings.reference_seeds).collect();
+    let mut pairs = Vec::new();
+    let mut failed: Option<(String, u64, BTreeSet<Invariant>)> = None;
+    #[expect(clippy::disallowed_methods, reason = "detection wall time is a report, not an input")]
+    let started = Instant::now();
+    for loaded in scenarios {
+        let results = run_seeds(loaded, &seeds, settings.jobs, &settings.options, |_| {})?;
+        let first_failure = results.iter().find(|result| !result.ok);
+        if let Some(result) = first_failure
+            && failed.is_none()
+        {
+            let invariants = result.violations.iter().map(|v| v.invariant).collect();
+            failed = Some((loaded.name.clone(), result.seed, invariants));
+        }
+        pairs.push(Pair {
+            scenario: loaded.name.clone(),
+            seeds_to_detection: vec![first_failure.map(|result| result.seed + 1)],
+            median_seeds_to_detection: None,
+            first_seed: first_failure.map(|result| result.seed),
+            invariants: first_failure
+                .map(|result| result.violations.iter().map(|v| v.invariant).collect())
+                .unwrap_or_default(),
+            wall_ms: None,
+            seeds_run: results.len() as u64,
+        });
+    }
+    Ok(Row {
+        mutant: "reference".to_string(),
+        mistake: None,
+        caught: failed.is_some(),
+        invariants: failed
+            .as_ref()
+            .map(|f| f.2.iter().copied().collect())
+            .unwrap_or_default(),
+        scenario: failed.as_ref().map(|f| f.0.clone()),
+        first_seed: failed.as_ref().map(|f| f.1),
+        median_seeds_to_detection: None,
+        wall_ms: Some(started.elapsed().as_millis() as u64),
+        seeds_run: pairs.iter().map(|pair| pair.seeds_run).sum(),
+        scenarios: pairs,
+    })
+}
+
+/// Measures every mutant on every scenario, then the reference. Rows come
+/// back in the order of `mutants`, the reference last. `progress` is called
+/// as each (mutant, scenario) pair finishes.
+pub fn measure(
+    scenarios: &[Loaded],
+    mutants: &[&'static Mutant],
+    settings: &Settings,
+    progress: &(dyn Fn(&str, &Pair) + Sync),
+) -> Result<Vec<Row>, RunError> {
+    let tasks: Vec<(usize, Loaded)> = mutants
+        .iter()
+        .enumerate()
+        .flat_map(|(index, mutant)| {
+            scenarios.iter().map(move |loaded| {
+                let with = loaded.clone().with_mutant(mutant.name).expect("mutants resolve");
+                (index, with)
+            })
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Result<Pair, RunError>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..settings.jobs.clamp(1, tasks.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let task = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((mutant, loaded)) = tasks.get(task) else { break };
+                    let pair = measure_pair(loaded, settings);
+                    if let Ok(pair) = &pair {
+                        progress(mutants[*mutant].name, pair);
+                    }
+                    done.lock().expect("no panics while locked").push((task, pair));
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().expect("no panics while locked");
+    done.sort_by_key(|(task, _)| *task);
+    let mut pairs: Vec<Vec<Pair>> = vec![Vec::new(); mutants.len()];
+    for (task, pair) in done {
+        pairs[tasks[task].0].push(pair?);
+    }
+    let mut rows: Vec<Row> = mutants
+        .iter()
+        .zip(pairs)
+        .map(|(mutant, pairs)| mutant_row(mutant, pairs))
+        .collect();
+    rows.push(reference_row(scenarios, settings)?);
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_counts_misses_as_worse_than_any_hit() {
+        assert_eq!(median(&[Some(3), Some(1), Some(2)], 10), Some(2));
+        assert_eq!(median(&[Some(3), None, None], 10), None);
+        assert_eq!(median(&[Some(3), Some(5), None], 10), Some(5));
+        assert_eq!(median(&[Some(1), Some(9)], 10), Some(1));
+        assert_eq!(median(&[], 10), None);
+    }
+}

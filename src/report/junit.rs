@@ -1,0 +1,101 @@
+//! JUnit XML for CI systems (through `quick-junit`, the crate nextest
+//! uses): one test suite per scenario (or for the mutant table), a test case
+//! per seed range and one per failing seed, so a CI page lists each failing
+//! seed with its first violation and its replay command.
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::json::ScenarioSummary;
+use crate::detect::Row;
+
+fn failure(message: &str, description: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_message(message).set_description(description);
+    status
+}
+
+fn render(report: &Report) -> String {
+    report.to_string().expect("JUnit reports serialise")
+}
+
+/// The report of `crashsim run`: per scenario, the seed range and each failing seed.
+pub fn run(summaries: &[ScenarioSummary]) -> String {
+    let mut report = Report::new("crashsim run");
+    for summary in summaries {
+        let mut suite = TestSuite::new(summary.scenario.as_str());
+        let range = format!("{} seeds", summary.seeds);
+        let status = if summary.failed == 0 {
+            TestCaseStatus::success()
+        } else {
+            failure(
+                &format!("{} of {} seeds failed", summary.failed, summary.seeds),
+                &summary
+                    .violations_by_invariant
+                    .iter()
+                    .map(|(invariant, seeds)| format!("{invariant}: {seeds} seed(s)"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        };
+        let mut case = TestCase::new(range, status);
+        case.set_classname(summary.scenario.as_str());
+        suite.add_test_case(case);
+        for failing in &summary.failing_seeds {
+            let mut case = TestCase::new(
+                format!("seed {}", failing.seed),
+                failure(&failing.first, &format!("replay with `{}`", failing.replay)),
+            );
+            case.set_classname(summary.scenario.as_str());
+            suite.add_test_case(case);
+        }
+        report.add_test_suite(suite);
+    }
+    render(&report)
+}
+
+/// The report of `crashsim mutants`: a test case per mutant (failing if it
+/// escaped) and one for the reference (failing if it was not clean).
+pub fn mutants(rows: &[Row], seeds_max: u64) -> String {
+    let mut report = Report::new("crashsim mutants");
+    let mut suite = TestSuite::new("mutants");
+    for row in rows {
+        let status = if row.ok() {
+            TestCaseStatus::success()
+        } else if row.mutant == "reference" {
+            let invariants: Vec<String> = row.invariants.iter().map(ToString::to_string).collect();
+            failure(
+                &format!(
+                    "the reference failed {} (scenario {}, seed {})",
+                    invariants.join(", "),
+                    row.scenario.as_deref().unwrap_or("?"),
+                    row.first_seed.unwrap_or_default()
+                ),
+                "",
+            )
+        } else {
+            failure(
+                &format!("escaped: not caught within {seeds_max} seeds in any scenario"),
+                "",
+            )
+        };
+        let mut case = TestCase::new(row.mutant.as_str(), status);
+        case.set_classname("mutants");
+        suite.add_test_case(case);
+    }
+    report.add_test_suite(suite);
+    render(&report)
+}
+
+/// The report of `crashsim shrink`: one failing test case, the shrunk run.
+pub fn shrink(scenario: &str, seed: u64, message: &str, replay: &str) -> String {
+    let mut report = Report::new("crashsim shrink");
+    let mut suite = TestSuite::new(scenario);
+    let mut case = TestCase::new(
+        format!("seed {seed} (shrunk)"),
+        failure(message, &format!("replay with `{replay}`")),
+    );
+    case.set_classname(scenario);
+    suite.add_test_case(case);
+    report.add_test_suite(suite);
+    render(&report)
+}

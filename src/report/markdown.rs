@@ -1,0 +1,129 @@
+//! `summary.md`: the human summary of a run, a mutant table or a shrink, as
+//! Markdown so CI systems and code hosts render it.
+
+use std::fmt::Write;
+
+use super::json::{RunSummary, ScenarioSummary};
+use crate::detect::Row;
+use crate::shrink::Size;
+
+fn kill_rows(summary: &ScenarioSummary) -> String {
+    let mut text = String::from("| kill point | reached | fired |\n|---|---:|---:|\n");
+    for (point, count) in &summary.kills {
+        let _ = writeln!(text, "| `{point}` | {} | {} |", count.reached, count.fired);
+    }
+    text
+}
+
+pub fn run(summary: &RunSummary) -> String {
+    let mut text = String::from("# crashsim run\n\n");
+    let _ = writeln!(
+        text,
+        "crashsim `{}`, SQLite {}, {} job(s), databases on {} (`{}`).\n",
+        summary.git_commit, summary.sqlite_version, summary.jobs, summary.filesystem, summary.work_dir
+    );
+    text.push_str(
+        "| scenario | store | seeds | passed | failed | seeds/s | steps/s |\n|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for scenario in &summary.scenarios {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            scenario.scenario,
+            scenario.store,
+            scenario.seeds,
+            scenario.passed,
+            scenario.failed,
+            scenario.seeds_per_s,
+            scenario.steps_per_s
+        );
+    }
+    for scenario in &summary.scenarios {
+        let _ = writeln!(text, "\n## {}\n", scenario.scenario);
+        if scenario.violations_by_invariant.is_empty() {
+            text.push_str("Every invariant held.\n\n");
+        } else {
+            text.push_str("| invariant | failing seeds |\n|---|---:|\n");
+            for (invariant, seeds) in &scenario.violations_by_invariant {
+                let _ = writeln!(text, "| {invariant} | {seeds} |");
+            }
+            text.push('\n');
+            text.push_str("| seed | invariants | first violation | replay |\n|---:|---|---|---|\n");
+            for failing in scenario.failing_seeds.iter().take(50) {
+                let _ = writeln!(
+                    text,
+                    "| {} | {} | {} | `{}` |",
+                    failing.seed,
+                    failing.invariants.join(", "),
+                    failing.first.replace('|', "\\|"),
+                    failing.replay
+                );
+            }
+            if scenario.failing_seeds.len() > 50 {
+                let _ = writeln!(
+                    text,
+                    "\n… and {} more (see summary.json).",
+                    scenario.failing_seeds.len() - 50
+                );
+            }
+            text.push('\n');
+        }
+        text.push_str(&kill_rows(scenario));
+        for point in &scenario.never_fired {
+            let _ = writeln!(text, "\n**Warning:** `{point}` is declared but never fired.");
+        }
+    }
+    text
+}
+
+fn optional(value: Option<u64>) -> String {
+    value.map_or_else(|| "–".to_string(), |value| value.to_string())
+}
+
+pub fn mutants(rows: &[Row], seeds_max: u64, ranges: u32) -> String {
+    let mut text = String::from("# crashsim mutants\n\n");
+    let _ = writeln!(
+        text,
+        "Each mutant is searched from {ranges} disjoint seed ranges, at most {seeds_max} seeds each; \
+         the median seeds-to-detection of its best scenario is reported.\n"
+    );
+    text.push_str(
+        "| mutant | mistake | caught | invariants | scenario | first seed | median seeds | wall ms |\n\
+         |---|---:|---|---|---|---:|---:|---:|\n",
+    );
+    for row in rows {
+        let caught = match (row.mutant.as_str(), row.caught) {
+            ("reference", false) => "clean",
+            ("reference", true) => "**FAILED**",
+            (_, true) => "yes",
+            (_, false) => "**escaped**",
+        };
+        let invariants: Vec<String> = row.invariants.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            text,
+            "| `{}` | {} | {caught} | {} | {} | {} | {} | {} |",
+            row.mutant,
+            row.mistake.map_or_else(String::new, |m| m.to_string()),
+            invariants.join(", "),
+            row.scenario.as_deref().unwrap_or("–"),
+            optional(row.first_seed),
+            optional(row.median_seeds_to_detection),
+            optional(row.wall_ms)
+        );
+    }
+    text
+}
+
+pub fn shrink(scenario: &str, seed: u64, target: &str, original: &Size, shrunk: &Size, replay: &str) -> String {
+    let mut text = format!("# crashsim shrink: {scenario}, seed {seed}\n\n{target} still fails after shrinking.\n\n");
+    text.push_str("| | steps | faults | workflows | actors |\n|---|---:|---:|---:|---:|\n");
+    for (label, size) in [("original", original), ("shrunk", shrunk)] {
+        let _ = writeln!(
+            text,
+            "| {label} | {} | {} | {} | {} |",
+            size.steps, size.faults, size.workflows, size.actors
+        );
+    }
+    let _ = writeln!(text, "\nReplay with `{replay}`.");
+    text
+}

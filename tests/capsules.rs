@@ -1,0 +1,129 @@
+//! Shrinking and replay capsules: a shrunk failure is no larger than the
+//! original and fails the same way; a capsule round-trips through its file
+//! and replays to the same trace; the regression corpus keeps its verdicts.
+
+mod common;
+
+use common::{crashsim, load, options, root, stderr, stdout, work_dir};
+use crashsim::capsule::{Capsule, Verdict};
+use crashsim::runner::{run_seed, run_seed_with};
+use crashsim::shrink::shrink;
+
+#[test]
+fn a_shrunk_failure_is_smaller_and_fails_the_same_way() {
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml").with_mutant("dedup_apart").unwrap();
+    let original = run_seed(&loaded, 0, &options(dir.path())).unwrap();
+    assert!(!original.ok);
+    let target = original.violations[0].invariant;
+    let shrunk = shrink(&loaded, 0, &options(dir.path()), 500, &mut |_| {}).unwrap();
+    assert_eq!(shrunk.target, target);
+    assert!(shrunk.result.violations.iter().any(|v| v.invariant == target));
+    let (before, after) = (shrunk.original, shrunk.shrunk);
+    assert!(
+        after.steps <= before.steps && after.faults <= before.faults,
+        "{before:?} -> {after:?}"
+    );
+    assert!(
+        after.workflows <= before.workflows && after.actors <= before.actors,
+        "{before:?} -> {after:?}"
+    );
+    assert!(after.steps < before.steps, "shrinking made no progress: {before:?}");
+
+    // The capsule of the shrunk run replays to the same run.
+    let capsule = Capsule::of_run(&shrunk.loaded, &shrunk.result);
+    let path = dir.path().join("capsule.toml");
+    std::fs::write(&path, capsule.to_toml()).unwrap();
+    let read = Capsule::read(&path).unwrap();
+    assert_eq!(read.expect.verdict, Verdict::Fail);
+    assert_eq!(read.expect.invariant, Some(target));
+    assert_eq!(read.schedule, capsule.schedule);
+    let replayed = run_seed_with(&read.loaded(&path), read.seed, &options(dir.path()), read.faults()).unwrap();
+    assert_eq!(replayed.trace_hash, shrunk.result.trace_hash);
+    assert_eq!(read.judge(&replayed), Ok(()));
+}
+
+#[test]
+fn the_shrink_command_writes_a_capsule_that_replays() {
+    let dir = work_dir();
+    let capsule = dir.path().join("c.toml");
+    let report = dir.path().join("reports");
+    let output = crashsim(&[
+        "shrink",
+        "scenarios/smoke.toml",
+        "--mutant",
+        "no_dedup",
+        "--seed",
+        "3",
+        "--out",
+        capsule.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("original") && text.contains("shrunk"), "{text}");
+    let folder = report.join("shrink").join("smoke+no_dedup-3");
+    for file in [
+        "summary.json",
+        "junit.xml",
+        "summary.md",
+        "capsule.toml",
+        "trace.jsonl",
+        "result.json",
+    ] {
+        assert!(folder.join(file).exists(), "{file} missing in {}", folder.display());
+    }
+    let replay = crashsim(&["replay", "--capsule", capsule.to_str().unwrap(), "--quiet"]);
+    assert_eq!(replay.status.code(), Some(1), "the capsule still fails");
+    assert!(stderr(&replay).contains("verdict is reproduced"), "{}", stderr(&replay));
+    assert!(stdout(&replay).contains("I2"), "{}", stdout(&replay));
+}
+
+#[test]
+fn a_passing_run_saved_as_a_capsule_keeps_passing() {
+    let dir = work_dir();
+    let capsule = dir.path().join("pass.toml");
+    let output = crashsim(&[
+        "replay",
+        "scenarios/crash_storm.toml",
+        "--seed",
+        "2",
+        "--quiet",
+        "--save-capsule",
+        capsule.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let read = Capsule::read(&capsule).unwrap();
+    assert_eq!(read.expect.verdict, Verdict::Pass);
+    assert!(!read.schedule.is_empty());
+    let replay = crashsim(&["replay", "--capsule", capsule.to_str().unwrap(), "--quiet"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+}
+
+#[test]
+fn the_regression_corpus_keeps_its_verdicts() {
+    let corpus = root().join("scenarios/regressions");
+    let count = std::fs::read_dir(&corpus)
+        .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().path().extension().is_some_and(|e| e == "toml"))
+        .count();
+    assert!(count > 0, "the corpus is empty");
+    let output = crashsim(&["run", "--regressions"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains(&format!("regressions: {count} capsule(s), 0 not as recorded")),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_broken_capsule_is_bad_input() {
+    let dir = work_dir();
+    let path = dir.path().join("broken.toml");
+    std::fs::write(&path, "format = \"crashsim-capsule/1\"\nseed = \"x\"\n").unwrap();
+    let output = crashsim(&["replay", "--capsule", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("broken.toml"), "{}", stderr(&output));
+}

@@ -1,0 +1,110 @@
+//! The canary: every known mistake is caught, and the reference is clean,
+//! at a size that fits CI. (`crashsim mutants` runs the full-size table.)
+
+mod common;
+
+use common::{crashsim, load, stdout, work_dir};
+use crashsim::detect::{Settings, measure};
+use crashsim::mutants::MUTANTS;
+use crashsim::runner::Options;
+
+#[test]
+fn every_mutant_is_caught_and_the_reference_is_clean() {
+    let dir = work_dir();
+    let scenarios = vec![load("tests/fixtures/detect.toml")];
+    let settings = Settings {
+        seeds_max: 30,
+        ranges: 3,
+        reference_seeds: 30,
+        jobs: 1,
+        options: Options {
+            work_dir: dir.path().to_path_buf(),
+            keep_failed: false,
+            keep_traces: false,
+        },
+    };
+    let mutants: Vec<_> = MUTANTS.iter().collect();
+    let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
+    assert_eq!(rows.len(), MUTANTS.len() + 1);
+    let (reference, mutant_rows) = rows.split_last().unwrap();
+    assert_eq!(reference.mutant, "reference");
+    assert!(!reference.caught, "the reference failed: {reference:#?}");
+    for row in mutant_rows {
+        assert!(row.caught, "{} escaped: {row:#?}", row.mutant);
+        assert!(!row.invariants.is_empty());
+        let median = row.median_seeds_to_detection.expect("caught in most ranges");
+        assert!(median <= 20, "{}: median {median}", row.mutant);
+    }
+}
+
+/// The invariant each mistake is meant to trip, so a checker that stops
+/// catching its own mistake (while another checker still flags the run)
+/// does not go unnoticed.
+#[test]
+fn each_mutant_trips_its_own_invariant() {
+    let expected = [
+        ("max_seq_plus_one", "I3"),
+        ("renumber_on_conflict", "I3"),
+        ("split_transactions", "I5"),
+        ("deliver_before_commit", "I4"),
+        ("random_key_per_attempt", "I2"),
+        ("mark_done_before_confirm", "I10"),
+        ("body_hash_key", "I2"),
+        ("no_dedup", "I2"),
+        ("dedup_apart", "I2"),
+        ("replay_dispatches", "I6"),
+        ("pragmas_once", "I9"),
+    ];
+    assert_eq!(expected.len(), MUTANTS.len());
+    let names: Vec<&str> = expected.iter().map(|(name, _)| *name).collect();
+    let mut args = vec![
+        "mutants",
+        "--scenario",
+        "tests/fixtures/detect.toml",
+        "--seeds",
+        "30",
+        "--ranges",
+        "1",
+        "--reference-seeds",
+        "5",
+        "--format",
+        "json",
+        "--no-report",
+    ];
+    for name in &names {
+        args.extend(["--mutant", name]);
+    }
+    let output = crashsim(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let rows: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), expected.len() + 1);
+    for (row, (name, invariant)) in rows.iter().zip(expected) {
+        assert_eq!(row["mutant"], name);
+        for key in [
+            "caught",
+            "invariants",
+            "first_seed",
+            "median_seeds_to_detection",
+            "wall_ms",
+        ] {
+            assert!(row.get(key).is_some(), "{name}: no {key} in {row}");
+        }
+        assert_eq!(row["caught"], true, "{row}");
+        let invariants: Vec<&str> = row["invariants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            invariants.contains(&invariant),
+            "{name}: {invariants:?}, expected {invariant}"
+        );
+    }
+    let reference = rows.last().unwrap();
+    assert_eq!(reference["mutant"], "reference");
+    assert_eq!(reference["caught"], false);
+}
