@@ -5,12 +5,15 @@
 //! reports/<scenario>/<seed>/result.json  a failing seed: verdict, violations, replay command
 //! reports/<scenario>/<seed>/trace.jsonl  its full trace (hash = sha256 of this file)
 //! reports/<scenario>/<seed>/trace.txt    the same, for people
+//! reports/<scenario>/<seed>/report.html  a self-contained page: timeline, command lifecycles,
+//!                                        expected vs found (`html`)
 //! ```
 //!
 //! Folders are named by scenario and seed, never by time, so a rerun lands
 //! in the same place. Every file is written atomically (`atomic`).
 
 pub mod atomic;
+pub mod html;
 pub mod json;
 
 use std::path::{Path, PathBuf};
@@ -23,7 +26,7 @@ pub fn seed_dir(root: &Path, scenario: &str, seed: u64) -> PathBuf {
     root.join(scenario).join(seed.to_string())
 }
 
-/// Writes a seed's verdict and trace; returns its folder.
+/// Writes a seed's verdict, trace and page; returns its folder.
 pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Result<PathBuf> {
     let dir = seed_dir(root, &result.scenario, result.seed);
     let record = json::SeedRecord::new(result, Some(replay.to_string()));
@@ -39,6 +42,7 @@ pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Re
         }
         atomic::write(&dir.join("trace.txt"), human.as_bytes())?;
     }
+    atomic::write(&dir.join("report.html"), html::seed_page(result, replay).as_bytes())?;
     Ok(dir)
 }
 
