@@ -81,4 +81,24 @@ fn page_of_a_failing_seed_names_the_command_and_the_kill() {
     // The header carries the replay command; nothing is fetched from elsewhere.
     assert!(page.contains(&replay));
     assert!(!page.contains("http://") && !page.contains("https://"));
+
+    // Every in-page link lands somewhere, and no id is used twice.
+    let mut ids = attribute_values(&page, " id=\"");
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "duplicate ids");
+    for target in attribute_values(&page, "href=\"#") {
+        assert!(ids.binary_search(&target).is_ok(), "link to a missing #{target}");
+    }
+}
+
+/// The values of every attribute that starts with `prefix` (up to the quote).
+fn attribute_values<'p>(page: &'p str, prefix: &str) -> Vec<&'p str> {
+    page.match_indices(prefix)
+        .filter_map(|(at, _)| {
+            let rest = &page[at + prefix.len()..];
+            rest.find('"').map(|end| &rest[..end])
+        })
+        .collect()
 }

@@ -16,6 +16,9 @@ use crate::model::StoredEvent;
 use crate::store::Outcome;
 use crate::workflow::replay;
 
+/// Items listed in one cell before "…".
+const LIST_MAX: usize = 8;
+
 /// Said of a stored event whose every inserting transaction failed to commit.
 const UNACKNOWLEDGED: &str = "<br><b class=\"bad\">stored although no transaction that inserted it \
                               committed: it was made durable apart from its commands</b>";
@@ -220,8 +223,10 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
     if !dispatches.is_empty() {
         let _ = write!(
             found,
-            "<br><span class=\"bad\">sent by writers themselves, outside the outbox: {}</span>",
-            dispatches.join("; ")
+            "<br><span class=\"bad\">sent by writers themselves, outside the outbox, {} time(s): {}{}</span>",
+            dispatches.len(),
+            dispatches.iter().take(LIST_MAX).cloned().collect::<Vec<_>>().join("; "),
+            if dispatches.len() > LIST_MAX { "; …" } else { "" }
         );
     }
     row(
@@ -234,6 +239,16 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
 
     // Effects at the receiver.
     let genuine = facts.genuine_effects();
+    // An effect can only follow its event's commit (I4 "delivered before commit").
+    let committed_at = page.facts.workflows.get(&facts.workflow_id).and_then(|workflow| {
+        workflow
+            .commits
+            .iter()
+            .filter(|(_, _, append)| Some(append.seq) == facts.event_seq)
+            .map(|(tick, _, _)| *tick)
+            .min()
+    });
+    let mut early = false;
     let expected = if ghost {
         "no effect".to_string()
     } else {
@@ -255,9 +270,15 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             Esc(&effect.kind),
             Esc(&effect.payload),
             Esc(&effect.result),
-            match tick {
-                Some(tick) => format!(", applied at tick {tick}"),
-                None => String::new(),
+            match (tick, committed_at) {
+                (Some(tick), Some(committed)) if *tick < committed => {
+                    early = true;
+                    format!(
+                        ", applied at tick {tick} <span class=\"bad\">before its event committed (tick {committed})</span>"
+                    )
+                }
+                (Some(tick), _) => format!(", applied at tick {tick}"),
+                (None, _) => String::new(),
             },
             if rogue {
                 " <span class=\"bad\">(other parameters under its key)</span>"
@@ -283,7 +304,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
         facts.effects.is_empty()
     } else {
         let done = facts.row.is_some_and(|row| row.done);
-        genuine.len() == facts.effects.len() && (genuine.len() == 1 || (!done && genuine.is_empty()))
+        !early && genuine.len() == facts.effects.len() && (genuine.len() == 1 || (!done && genuine.is_empty()))
     };
     row(out, "effects", &expected, &found, Some(good));
 
@@ -461,10 +482,18 @@ pub(super) fn workflow(out: &mut String, page: &Page<'_>, workflow: &WorkflowFac
             .iter()
             .filter(|(_, _, append)| append.seq == event.seq)
             .map(|(tick, actor, append)| {
-                let mut text = format!(
-                    "committed by {actor} at tick {tick}, decided from seq {}",
-                    append.expected_seq
-                );
+                let mut text = if append.expected_seq + 1 == append.seq {
+                    format!(
+                        "committed by {actor} at tick {tick}, decided from seq {}",
+                        append.expected_seq
+                    )
+                } else {
+                    format!(
+                        "committed by {actor} at tick {tick}, <span class=\"bad\">decided from seq {} but stored at \
+                         seq {}</span>",
+                        append.expected_seq, append.seq
+                    )
+                };
                 if append.kind != event.kind {
                     let _ = write!(text, " as <b>{}</b>", Esc(&append.kind));
                 }

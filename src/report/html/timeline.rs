@@ -6,14 +6,18 @@
 //! - only steps that matter are marked (commits, sends, replies, timeouts,
 //!   applies, duplicates, mark-done, conflicts, lost messages, probes,
 //!   failures, opens/restarts, faint busy); lookups, loads and nudges are not;
-//! - stretches where nothing but polling happens (`heads: 0`, `pending []`)
-//!   longer than `GAP_TICKS` are folded into a narrow grey band, so a run
-//!   that idles until `ticks_max` keeps its busy part readable.
+//! - stretches longer than `GAP_TICKS` where nothing changes state (no
+//!   commit, delivery, apply, mark-done, kill, restart, lost message: only
+//!   polling, loads, busy retries or failures that repeat) are folded into a
+//!   narrow grey band whose tooltip counts what it hides, so a run that
+//!   idles or spins until `ticks_max` keeps its eventful part readable;
+//! - busy steps and failures, which come in long runs, are drawn as bars
+//!   over adjacent bins.
 //!
 //! Kills are drawn one by one, in red with their kill point, over the
 //! hatched span the actor stayed down; kills that interrupted something a
-//! violation is about are outlined. Violation ticks are yellow bands over all
-//! lanes, each linked to its violation; the quiet phase and settling are
+//! violation is about are outlined. Violation ticks are yellow lines under
+//! the marks with a flag on top linked to the violation; the quiet phase and settling are
 //! dashed lines. Lane labels sit in a second SVG outside the scrolling one,
 //! so they stay in view.
 
@@ -44,9 +48,13 @@ const LANE_PITCH_PX: f64 = 22.0;
 const TOP_PX: f64 = 34.0;
 const LABEL_PX: f64 = 120.0;
 /// Steps listed in one mark's tooltip.
-const TITLE_LINES_MAX: usize = 4;
-/// Above this many distinct violation ticks, bands carry no text label.
+const TITLE_LINES_MAX: usize = 3;
+/// Characters of a step shown in a tooltip.
+const TITLE_CHARS_MAX: usize = 100;
+/// Above this many distinct violation ticks, flags carry no text label.
 const VIOLATION_LABELS_MAX: usize = 80;
+/// Above this many, violation ticks are hairlines rather than bands.
+const VIOLATION_BANDS_MAX: usize = 20;
 
 /// What a mark stands for; also its draw order (later on top) and CSS class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,6 +94,11 @@ impl Mark {
         Mark::Open,
         Mark::Busy,
     ];
+
+    /// Kinds that come in long runs (retries), drawn as bars over adjacent bins.
+    fn in_runs(self) -> bool {
+        matches!(self, Mark::Busy | Mark::Failed)
+    }
 
     fn class(self) -> &'static str {
         match self {
@@ -132,6 +145,7 @@ impl Mark {
     fn band(self) -> (f64, f64) {
         match self {
             Mark::Busy => (LANE_PX - 3.0, 3.0),
+            Mark::Failed => (LANE_PX - 4.0, 4.0),
             Mark::Send | Mark::Dispatch | Mark::Probe => (1.0, 7.0),
             Mark::Reply | Mark::Timeout | Mark::Duplicate | Mark::Lost => (10.0, 7.0),
             _ => (0.0, LANE_PX),
@@ -168,16 +182,34 @@ fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
     Some((actor, mark))
 }
 
-/// Polling that found nothing: what a folded stretch consists of.
-fn idle(op: &Op) -> bool {
+/// Whether a step changes state (or tells of a change): stretches without
+/// one are folded.
+fn eventful(op: &Op) -> bool {
     match op {
-        Op::Heads { candidates } => *candidates == 0,
-        Op::Pending { command_ids } => command_ids.is_empty(),
+        Op::Open { .. }
+        | Op::Kill { .. }
+        | Op::Restart { .. }
+        | Op::Quiet
+        | Op::Settled
+        | Op::InsertEvent { .. }
+        | Op::Conflict { .. }
+        | Op::Send { .. }
+        | Op::Reply { .. }
+        | Op::Timeout { .. }
+        | Op::MarkDone { .. }
+        | Op::Apply { .. }
+        | Op::Lost { .. }
+        | Op::Duplicated { .. }
+        | Op::Probe { .. }
+        | Op::ProbeReply { .. }
+        | Op::Dispatch { .. } => true,
+        Op::Commit { appended } => !appended.is_empty(),
+        Op::Lookup { found, .. } => !matches!(found, Lookup::New),
         _ => false,
     }
 }
 
-/// Ticks → x, with idle stretches folded.
+/// Ticks → x, with uneventful stretches folded.
 struct Axis {
     /// Unfolded stretches as (first tick, last tick, x of the first tick).
     segments: Vec<(u64, u64, f64)>,
@@ -303,7 +335,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         .collect();
     notable.extend(marked.iter().flatten().copied());
     for event in events {
-        if !idle(&event.op) {
+        if eventful(&event.op) {
             notable.insert(event.tick);
         }
         if event.actor.role != Role::Sim {
@@ -388,6 +420,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     }
     folds(out, page, &axis, lanes_bottom);
     ticks_axis(out, &axis, lanes_bottom);
+    violation_lines(out, page, &marked, &axis, lanes_bottom);
 
     // Down spans, under the marks.
     for kill in &page.facts.kills {
@@ -408,27 +441,30 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     // Ordinary marks, grouped; draw order by mark kind so state changes sit on top.
     let mut ordered: Vec<_> = groups.iter().collect();
     ordered.sort_by_key(|((actor, bin, mark), _)| (*mark, *actor, *bin));
-    let mut busy_run: Option<BusyRun> = None;
+    let mut run: Option<Run> = None;
     for ((actor, bin, mark), group) in ordered {
-        if *mark == Mark::Busy {
-            // Busy steps are many and alike: adjacent bins become one faint bar.
-            match &mut busy_run {
-                Some(run) if run.actor == *actor && run.end.0 == bin.0 && run.end.1 + 1 == bin.1 => {
-                    run.end = *bin;
-                    run.last_tick = group.last_tick;
-                    run.count += group.count;
+        if mark.in_runs() {
+            match &mut run {
+                Some(open)
+                    if open.mark == *mark && open.actor == *actor && open.end.0 == bin.0 && open.end.1 + 1 == bin.1 =>
+                {
+                    open.end = *bin;
+                    open.last_tick = group.last_tick;
+                    open.count += group.count;
                 }
                 _ => {
-                    if let Some(run) = busy_run.take() {
-                        busy_bar(out, &axis, &lane_y, &run);
+                    if let Some(done) = run.take() {
+                        bar(out, events, &axis, &lane_y, &done);
                     }
-                    busy_run = Some(BusyRun {
+                    run = Some(Run {
+                        mark: *mark,
                         actor: *actor,
                         start: *bin,
                         end: *bin,
                         first_tick: group.first_tick,
                         last_tick: group.last_tick,
                         count: group.count,
+                        sample: group.lines[0],
                     });
                 }
             }
@@ -448,7 +484,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
                 out,
                 "· {} {}",
                 event.tick,
-                Esc(&clip(&render::describe(&event.op), 120))
+                Esc(&clip(&render::describe(&event.op), TITLE_CHARS_MAX))
             );
         } else {
             let _ = write!(
@@ -465,7 +501,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
                     out,
                     "\n{} {}",
                     event.tick,
-                    Esc(&clip(&render::describe(&event.op), 120))
+                    Esc(&clip(&render::describe(&event.op), TITLE_CHARS_MAX))
                 );
             }
             if group.count > group.lines.len() {
@@ -474,39 +510,46 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         }
         out.push_str("</title></rect>\n");
     }
-    if let Some(run) = busy_run {
-        busy_bar(out, &axis, &lane_y, &run);
+    if let Some(done) = run {
+        bar(out, events, &axis, &lane_y, &done);
     }
 
     phases(out, events, &axis, lanes_bottom);
     kills(out, page, &axis, &lane_y, end_tick);
-    violation_bands(out, page, &marked, &axis, lanes_bottom);
     out.push_str("</svg>\n</div>\n</div>\n</section>\n");
 }
 
-/// Busy steps by one actor over adjacent bins.
-struct BusyRun {
+/// Steps of one kind by one actor over adjacent bins, drawn as one bar.
+struct Run {
+    mark: Mark,
     actor: ActorId,
     start: Bin,
     end: Bin,
     first_tick: u64,
     last_tick: u64,
     count: usize,
+    /// The first step, as a trace index.
+    sample: usize,
 }
 
-fn busy_bar(out: &mut String, axis: &Axis, lane_y: &dyn Fn(ActorId) -> f64, run: &BusyRun) {
-    let (offset, band) = Mark::Busy.band();
+fn bar(out: &mut String, events: &[TraceEvent], axis: &Axis, lane_y: &dyn Fn(ActorId) -> f64, run: &Run) {
+    let (offset, band) = run.mark.band();
     let x = axis.bin_x(run.start);
     let width = (axis.bin_x(run.end) - x + axis.bin_ticks as f64 * axis.px_per_tick).max(1.0);
+    let sample = &events[run.sample];
     let _ = writeln!(
         out,
-        "<rect class=\"busy\" x=\"{x:.1}\" y=\"{:.0}\" width=\"{width:.1}\" height=\"{band:.0}\">\
-         <title>{} ticks {}–{}: {} busy step(s), retried</title></rect>",
+        "<rect class=\"{}\" x=\"{x:.1}\" y=\"{:.0}\" width=\"{width:.1}\" height=\"{band:.0}\">\
+         <title>{} ticks {}–{}: {} × {}\nfirst: {} {}</title></rect>",
+        run.mark.class(),
         lane_y(run.actor) + offset,
         run.actor,
         run.first_tick,
         run.last_tick,
-        run.count
+        run.count,
+        run.mark.name(),
+        sample.tick,
+        Esc(&clip(&render::describe(&sample.op), TITLE_CHARS_MAX))
     );
 }
 
@@ -532,7 +575,7 @@ fn legend(out: &mut String, axis: &Axis) {
             Mark::Duplicate => "#81c995",
             Mark::Lost => "#9aa0a6",
             Mark::Conflict | Mark::KeyConflict => "#e8710a",
-            Mark::Failed => "#c5221f",
+            Mark::Failed => "#ee675c",
             Mark::Commit => "#1a57c4",
             Mark::Apply => "#188038",
             Mark::Done => "#202124",
@@ -545,28 +588,36 @@ fn legend(out: &mut String, axis: &Axis) {
     let _ = writeln!(
         out,
         "<p class=\"note\">x = simulated tick ({:.2} px per tick; steps within {} tick{} are drawn as one mark, \
-         hover for the steps). Stretches of more than {GAP_TICKS} ticks with nothing but idle polling are \
-         folded into grey bands. Sends are drawn in the upper half of a lane, answers in the lower half.</p>",
+         hover for the steps). Stretches of more than {GAP_TICKS} ticks where nothing is committed, delivered, \
+         applied, killed or restarted are folded into grey bands (hover for what they hide). Sends are drawn in the upper half of a lane, answers in the lower half.</p>",
         axis.px_per_tick,
         axis.bin_ticks,
         if axis.bin_ticks == 1 { "" } else { "s" }
     );
 }
 
-/// The folded stretches, as grey bands with their extent in the tooltip.
+/// The folded stretches, as grey bands whose tooltip counts what they hide.
 fn folds(out: &mut String, page: &Page<'_>, axis: &Axis, bottom: f64) {
+    let events = page.events;
     for pair in axis.segments.windows(2) {
         let (first, last, x) = pair[0];
         let next = pair[1].0;
         let x = x + (last - first + 1) as f64 * axis.px_per_tick;
-        let events = page.events;
-        let from = events.partition_point(|event| event.tick <= last);
-        let to = events.partition_point(|event| event.tick < next);
-        let _ = writeln!(
+        let hidden = &events
+            [events.partition_point(|event| event.tick <= last)..events.partition_point(|event| event.tick < next)];
+        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+        for event in hidden {
+            let kind = match classify(event) {
+                Some((_, mark)) => mark.name(),
+                None => "other (polling, loads, decisions)",
+            };
+            *kinds.entry(kind).or_default() += 1;
+        }
+        let _ = write!(
             out,
             "<g><rect class=\"gap\" x=\"{:.1}\" y=\"{TOP_PX}\" width=\"{:.1}\" height=\"{:.0}\"/>\
              <text class=\"gaptext\" x=\"{:.1}\" y=\"{:.0}\" text-anchor=\"middle\">⋯</text>\
-             <title>ticks {}–{} folded: {} idle polling step(s), nothing else</title></g>",
+             <title>ticks {}–{} folded: nothing committed, delivered, applied, killed or restarted; {} step(s)",
             x + 4.0,
             FOLD_PX - 8.0,
             bottom - TOP_PX,
@@ -574,8 +625,21 @@ fn folds(out: &mut String, page: &Page<'_>, axis: &Axis, bottom: f64) {
             TOP_PX - 4.0,
             last + 1,
             next.saturating_sub(1),
-            to.saturating_sub(from)
+            hidden.len()
         );
+        for (kind, count) in &kinds {
+            let _ = write!(out, "\n{count} × {kind}");
+        }
+        if let Some(failure) = hidden.iter().find(|event| matches!(event.op, Op::Failed { .. })) {
+            let _ = write!(
+                out,
+                "\ne.g. {} {} {}",
+                failure.tick,
+                failure.actor,
+                Esc(&clip(&render::describe(&failure.op), TITLE_CHARS_MAX))
+            );
+        }
+        out.push_str("</title></g>\n");
     }
 }
 
@@ -675,8 +739,11 @@ fn kills(out: &mut String, page: &Page<'_>, axis: &Axis, lane_y: &dyn Fn(ActorId
 }
 
 /// One band per distinct violation tick, linked to the first violation there.
+/// Violation ticks: a faint line over every lane, under the marks, and a
+/// flag in the top strip linked to the first violation at that tick. A band
+/// is wide only while there are few, so a run with hundreds stays legible.
 /// `marked` holds each violation's ticks (see `violations::marked_ticks`).
-fn violation_bands(out: &mut String, page: &Page<'_>, marked: &[Vec<u64>], axis: &Axis, bottom: f64) {
+fn violation_lines(out: &mut String, page: &Page<'_>, marked: &[Vec<u64>], axis: &Axis, bottom: f64) {
     let mut by_tick: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (index, ticks) in marked.iter().enumerate() {
         for tick in ticks {
@@ -684,8 +751,15 @@ fn violation_bands(out: &mut String, page: &Page<'_>, marked: &[Vec<u64>], axis:
         }
     }
     let labelled = by_tick.len() <= VIOLATION_LABELS_MAX;
+    let width = if by_tick.len() <= VIOLATION_BANDS_MAX { 4.0 } else { 1.0 };
     for (tick, indexes) in &by_tick {
         let x = axis.x(*tick);
+        let _ = writeln!(
+            out,
+            "<rect class=\"vband\" x=\"{:.1}\" y=\"{TOP_PX}\" width=\"{width}\" height=\"{:.0}\"/>",
+            x - width / 2.0,
+            bottom - TOP_PX
+        );
         let mut invariants: Vec<String> = indexes
             .iter()
             .map(|index| page.result.violations[*index].invariant.to_string())
@@ -693,33 +767,33 @@ fn violation_bands(out: &mut String, page: &Page<'_>, marked: &[Vec<u64>], axis:
         invariants.dedup();
         let _ = write!(
             out,
-            "<a href=\"#{}\"><g id=\"{}\"><rect class=\"vband\" x=\"{:.1}\" y=\"14\" width=\"4\" height=\"{:.0}\"/>",
+            "<a href=\"#{}\"><g id=\"{}\"><rect class=\"vflag\" x=\"{:.1}\" y=\"16\" width=\"3\" height=\"{:.0}\"/>",
             violation_anchor(indexes[0]),
             tick_anchor(*tick),
-            x - 2.0,
-            bottom - 14.0
+            x - 1.5,
+            TOP_PX - 16.0
         );
         if labelled {
             let _ = write!(
                 out,
-                "<text class=\"vtext\" x=\"{:.1}\" y=\"24\">{}</text>",
+                "<text class=\"vtext\" x=\"{:.1}\" y=\"26\">{}</text>",
                 x + 3.0,
                 invariants.join(" ")
             );
         }
         let _ = write!(out, "<title>tick {tick}:");
-        for index in indexes.iter().take(TITLE_LINES_MAX) {
+        for index in indexes.iter().take(2) {
             let violation = &page.result.violations[*index];
             let _ = write!(
                 out,
                 "\n#{} {}: {}",
                 index + 1,
                 violation.invariant,
-                Esc(&clip(&violation.message, 160))
+                Esc(&clip(&violation.message, TITLE_CHARS_MAX))
             );
         }
-        if indexes.len() > TITLE_LINES_MAX {
-            let _ = write!(out, "\n… {} more", indexes.len() - TITLE_LINES_MAX);
+        if indexes.len() > 2 {
+            let _ = write!(out, "\n… {} more", indexes.len() - 2);
         }
         out.push_str("</title></g></a>\n");
     }

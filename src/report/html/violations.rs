@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::facts::Kill;
-use super::text::{Esc, command_link, tick_link, violation_anchor};
+use super::text::{Esc, command_anchor, command_link, tick_link, violation_anchor};
 use super::{Page, expected};
 use crate::check::{Invariant, Violation};
+use crate::model::command_id;
 use crate::trace::{Op, render};
 
 /// Violations shown in full; a run can have a thousand (one per dispatch).
@@ -54,7 +55,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
                 index + 1,
                 violation.invariant,
                 Esc(&violation.message),
-                about(violation),
+                about(page, violation),
                 ticks(violation)
             );
         }
@@ -63,11 +64,23 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     out.push_str("</section>\n");
 }
 
-/// "workflow trip-006 · command trip-006:3:0 · seq 3".
-fn about(violation: &Violation) -> String {
+/// "workflow trip-006 · command trip-006:3:0 · seq 3"; a workflow links to
+/// the lifecycle row of the first command of its event in question.
+fn about(page: &Page<'_>, violation: &Violation) -> String {
     let mut parts = Vec::new();
     if let Some(workflow) = &violation.workflow_id {
-        parts.push(format!("workflow <code>{}</code>", Esc(workflow)));
+        let row = violation
+            .seq
+            .map(|seq| command_id(workflow, seq, 0))
+            .filter(|id| page.facts.commands.get(id).is_some_and(|facts| facts.shown()));
+        match row {
+            Some(id) if violation.command_id.is_none() => parts.push(format!(
+                "workflow <a href=\"#{}\"><code>{}</code></a>",
+                command_anchor(&id),
+                Esc(workflow)
+            )),
+            _ => parts.push(format!("workflow <code>{}</code>", Esc(workflow))),
+        }
     }
     if let Some(command) = &violation.command_id {
         parts.push(format!("command {}", command_link(command)));
@@ -167,18 +180,31 @@ fn card(
         index + 1,
         Esc(&violation.message)
     );
-    let mut facts_line = about(violation);
-    if !violation.ticks.is_empty() {
+    let mut facts_line = about(page, violation);
+    let marked = marked_ticks(page, violation);
+    if !marked.is_empty() {
         if !facts_line.is_empty() {
             facts_line.push_str(" · ");
         }
-        let _ = write!(facts_line, "ticks {}", ticks(violation));
+        let links: Vec<String> = marked.iter().map(|tick| tick_link(*tick)).collect();
+        if violation.ticks.is_empty() {
+            let _ = write!(facts_line, "on the timeline at its kill: tick {}", links.join(", "));
+        } else {
+            let _ = write!(facts_line, "ticks {}", links.join(", "));
+        }
     }
     if !facts_line.is_empty() {
         let _ = writeln!(out, "<p>{facts_line}</p>");
     }
 
     let kills = kills_of(page, violation);
+    if !kills.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h4>{} that interrupted it</h4>",
+            if kills.len() == 1 { "The kill" } else { "Kills" }
+        );
+    }
     for kill in kills.iter().take(KILLS_MAX) {
         let _ = writeln!(
             out,
