@@ -13,7 +13,7 @@
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
-//! - `report`    files under `reports/`: JSON summaries and failing seeds' traces, written atomically.
+//! - `report`    files under `reports/`: JSON summaries, failing seeds' traces and HTML pages, written atomically.
 //! - `cli`       the command line (clap): run, replay, list.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
