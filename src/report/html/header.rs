@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::Page;
 use super::text::Esc;
 use crate::check::Invariant;
+use crate::sim::faults::KillPoint;
 
 /// "I1 ×4, I5 ×4, I10 ×1", in invariant order.
 pub(super) fn counts_by_invariant(page: &Page<'_>) -> String {
@@ -71,15 +72,17 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     }
     out.push_str("</td></tr>\n");
 
-    let mut kills: BTreeMap<&str, usize> = BTreeMap::new();
+    // In the order of the protocol's kill points (writer, worker, receiver), then scripted ones.
+    let mut kills: BTreeMap<(usize, &str), usize> = BTreeMap::new();
     for kill in &page.facts.kills {
-        *kills.entry(kill.point).or_default() += 1;
+        let order = KillPoint::from_name(kill.point).map_or(usize::MAX, KillPoint::index);
+        *kills.entry((order, kill.point)).or_default() += 1;
     }
     out.push_str("<tr><th>kills fired</th><td>");
     if kills.is_empty() {
         out.push_str("none");
     }
-    for (point, count) in &kills {
+    for ((_, point), count) in &kills {
         let _ = write!(out, "<span class=\"chip kill\">{} ×{count}</span>", Esc(point));
     }
     out.push_str("</td></tr>\n");
