@@ -16,8 +16,8 @@
 //! - `detect`    detection power: seeds-to-detection of each mutant, the reference kept clean.
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
 //! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
-//! - `report`    files under `reports/`: JSON summaries and failing seeds' traces, written atomically.
-//! - `cli`       the command line (clap): run, replay, list.
+//! - `report`    files under `reports/`: JSON, JUnit, Markdown, failing seeds' traces and HTML pages, written atomically.
+//! - `cli`       the command line (clap): run, replay, shrink, mutants, list.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;

@@ -9,12 +9,15 @@
 //! reports/<scenario>/<seed>/result.json  a failing seed: verdict, violations, replay command
 //! reports/<scenario>/<seed>/trace.jsonl  its full trace (hash = sha256 of this file)
 //! reports/<scenario>/<seed>/trace.txt    the same, for people
+//! reports/<scenario>/<seed>/report.html  a self-contained page: timeline, command lifecycles,
+//!                                        expected vs found (`html`)
 //! ```
 //!
 //! Folders are named by scenario and seed, never by time, so a rerun lands
 //! in the same place. Every file is written atomically (`atomic`).
 
 pub mod atomic;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -29,14 +32,15 @@ pub fn seed_dir(root: &Path, scenario: &str, seed: u64) -> PathBuf {
     root.join(scenario).join(seed.to_string())
 }
 
-/// Writes a seed's verdict and trace under `root/<scenario>/<seed>/`; returns that folder.
+/// Writes a seed's verdict, trace and page under `root/<scenario>/<seed>/`;
+/// returns that folder.
 pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Result<PathBuf> {
     let dir = seed_dir(root, &result.scenario, result.seed);
     write_seed_to(&dir, result, replay)?;
     Ok(dir)
 }
 
-/// Writes a seed's verdict and trace into `dir`.
+/// Writes a seed's verdict, trace and page into `dir`.
 pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::Result<()> {
     let record = json::SeedRecord::new(result, Some(replay.to_string()));
     let mut text = serde_json::to_string_pretty(&record).expect("records serialise");
@@ -51,6 +55,7 @@ pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::
         }
         atomic::write(&dir.join("trace.txt"), human.as_bytes())?;
     }
+    atomic::write(&dir.join("report.html"), html::seed_page(result, replay).as_bytes())?;
     Ok(())
 }
 

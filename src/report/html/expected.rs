@@ -1,0 +1,647 @@
+//! Expected vs found: what the checker expected of a command or a workflow,
+//! next to the rows the recovered database holds and the trace facts that
+//! explain them (who committed, which transaction a kill cut short).
+//!
+//! The expectations are the protocol's (docs/protocol.md), computed with the
+//! reference `decide`, never with the implementation under test: a stored
+//! event must have exactly the commands `decide` emits for it, each command
+//! one effect and a done row carrying that effect's result.
+
+use std::fmt::Write;
+
+use super::Page;
+use super::facts::{CommandFacts, Fold, Insert, TxEnd, WorkflowFacts};
+use super::text::{Esc, command_link, esc};
+use crate::model::StoredEvent;
+use crate::store::Outcome;
+use crate::workflow::replay;
+
+/// Items listed in one cell before "…".
+const LIST_MAX: usize = 8;
+
+/// Said of a stored event whose every inserting transaction failed to commit.
+const UNACKNOWLEDGED: &str = "<br><b class=\"bad\">stored although no transaction that inserted it \
+                              committed: it was made durable apart from its commands</b>";
+
+/// A table row: aspect, expected, found, and whether found is as expected
+/// (`None`: informative only).
+fn row(out: &mut String, aspect: &str, expected: &str, found: &str, good: Option<bool>) {
+    let class = match good {
+        Some(true) => " class=\"found-ok\"",
+        Some(false) => " class=\"found-bad\"",
+        None => "",
+    };
+    let _ = writeln!(
+        out,
+        "<tr><th>{aspect}</th><td>{expected}</td><td{class}>{found}</td></tr>"
+    );
+}
+
+fn table_start(out: &mut String) {
+    out.push_str(
+        "<table class=\"grid\"><tr><th></th><th>expected</th><th>found in the recovered database / trace</th></tr>\n",
+    );
+}
+
+/// How a transaction ended, for people.
+pub(super) fn tx_end(end: &TxEnd<'_>) -> String {
+    match end {
+        TxEnd::Committed(tick) => format!("committed at tick {tick}"),
+        TxEnd::RolledBack(tick) => format!("rolled back at tick {tick}"),
+        TxEnd::Killed { tick, point } => format!(
+            "<span class=\"kill\">killed at {} (tick {tick})</span> before committing",
+            Esc(point)
+        ),
+        TxEnd::Unknown => "never ended in the trace".to_string(),
+    }
+}
+
+/// "inserted by writer-5 at tick 2561; its transaction was killed …".
+pub(super) fn insert_line(insert: &Insert<'_>) -> String {
+    format!(
+        "inserted by {} at tick {}; its transaction {}",
+        insert.actor,
+        insert.tick,
+        tx_end(&insert.end)
+    )
+}
+
+fn event_text(event: &StoredEvent) -> String {
+    format!(
+        "<code>{}#{}</code> {} <code>{}</code>",
+        Esc(&event.workflow_id),
+        event.seq,
+        Esc(&event.kind),
+        Esc(&event.payload)
+    )
+}
+
+/// The block for one command.
+pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
+    table_start(out);
+    let id = &facts.id;
+    let ghost = facts.row.is_none() && facts.expected.is_none();
+
+    // The event it belongs to, and how it got (or did not get) committed.
+    let seq_text = match facts.event_seq {
+        Some(seq) => format!("<code>{}#{seq}</code>", Esc(&facts.workflow_id)),
+        None => "its event".to_string(),
+    };
+    let expected = if ghost {
+        "an event whose commit emits it".to_string()
+    } else {
+        format!("{seq_text} stored, committed with its commands in one transaction")
+    };
+    let mut found = match facts.event {
+        Some(event) => event_text(event),
+        None => format!("<span class=\"bad\">no event {seq_text}</span>"),
+    };
+    for (tick, actor) in &facts.commits {
+        let _ = write!(found, "<br>committed by {actor} at tick {tick}");
+    }
+    let event_inserts = page
+        .facts
+        .workflows
+        .get(&facts.workflow_id)
+        .map(|workflow| {
+            workflow
+                .inserts
+                .iter()
+                .filter(|(seq, insert)| Some(*seq) == facts.event_seq && !matches!(insert.end, TxEnd::Committed(_)))
+                .map(|(_, insert)| *insert)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for insert in &event_inserts {
+        let _ = write!(found, "<br>event {}", insert_line(insert));
+    }
+    let event_committed = page.facts.workflows.get(&facts.workflow_id).is_some_and(|workflow| {
+        workflow
+            .commits
+            .iter()
+            .any(|(_, _, append)| Some(append.seq) == facts.event_seq)
+    });
+    let unacknowledged = facts.event.is_some() && !event_committed && !event_inserts.is_empty();
+    if unacknowledged {
+        found.push_str(UNACKNOWLEDGED);
+    }
+    row(
+        out,
+        "event",
+        &expected,
+        &found,
+        Some(facts.event.is_some() && !unacknowledged),
+    );
+
+    // The outbox row.
+    let expected = match &facts.expected {
+        Some(command) => format!(
+            "one row <code>{}</code>: {} <code>{}</code>",
+            Esc(id),
+            Esc(&command.kind),
+            Esc(&command.payload)
+        ),
+        None if ghost => "no row: no stored event emits this id".to_string(),
+        None => "a row, if its event is stored".to_string(),
+    };
+    let (mut found, good) = match facts.row {
+        Some(row) => {
+            let same = facts
+                .expected
+                .as_ref()
+                .is_none_or(|command| command.kind == row.kind && command.payload == row.payload);
+            (
+                format!(
+                    "row <code>{}</code>: {} <code>{}</code>, event_seq {}, {}{}",
+                    Esc(&row.command_id),
+                    Esc(&row.kind),
+                    Esc(&row.payload),
+                    row.event_seq,
+                    if row.done { "done" } else { "pending" },
+                    match &row.result {
+                        Some(result) => format!(", result <code>{}</code>", Esc(result)),
+                        None => String::new(),
+                    }
+                ),
+                same && facts.event.is_some(),
+            )
+        }
+        None => ("<span class=\"bad\">no row</span>".to_string(), ghost),
+    };
+    for insert in facts
+        .inserts
+        .iter()
+        .filter(|insert| !matches!(insert.end, TxEnd::Committed(_)))
+    {
+        let _ = write!(found, "<br>{}", insert_line(insert));
+    }
+    row(out, "outbox row", &expected, &found, Some(good));
+
+    // Deliveries, and sends outside the outbox.
+    let sends = facts
+        .deliveries
+        .iter()
+        .filter(|delivery| delivery.dispatch.is_none())
+        .count();
+    let mut found = format!("{sends} send{} by workers", if sends == 1 { "" } else { "s" });
+    if !facts.timeouts.is_empty() {
+        let _ = write!(found, ", {} timed out", facts.timeouts.len());
+    }
+    if !facts.lost.is_empty() {
+        let _ = write!(found, ", {} message(s) lost", facts.lost.len());
+    }
+    let mut keys: Vec<&str> = facts.deliveries.iter().map(|delivery| delivery.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.iter().any(|key| key != id) {
+        let _ = write!(
+            found,
+            "<br>under {} key(s): {}",
+            keys.len(),
+            keys.iter()
+                .take(8)
+                .map(|key| format!("<code>{}</code>", Esc(key)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let dispatches: Vec<String> = facts
+        .deliveries
+        .iter()
+        .filter_map(|delivery| {
+            delivery.dispatch.map(|replay| {
+                format!(
+                    "{} at tick {} → {} ({})",
+                    delivery.actor,
+                    delivery.tick,
+                    delivery.to,
+                    if replay { "while replaying" } else { "before its commit" }
+                )
+            })
+        })
+        .collect();
+    if !dispatches.is_empty() {
+        let _ = write!(
+            found,
+            "<br><span class=\"bad\">sent by writers themselves, outside the outbox, {} time(s): {}{}</span>",
+            dispatches.len(),
+            dispatches.iter().take(LIST_MAX).cloned().collect::<Vec<_>>().join("; "),
+            if dispatches.len() > LIST_MAX { "; …" } else { "" }
+        );
+    }
+    row(
+        out,
+        "deliveries",
+        "from the outbox only, after commit, every retry under the same key",
+        &found,
+        (!dispatches.is_empty()).then_some(false),
+    );
+
+    // Effects at the receiver.
+    let genuine = facts.genuine_effects();
+    // An effect can only follow its event's commit (I4 "delivered before commit").
+    let committed_at = page.facts.workflows.get(&facts.workflow_id).and_then(|workflow| {
+        workflow
+            .commits
+            .iter()
+            .filter(|(_, _, append)| Some(append.seq) == facts.event_seq)
+            .map(|(tick, _, _)| *tick)
+            .min()
+    });
+    let mut early = false;
+    let expected = if ghost {
+        "no effect".to_string()
+    } else {
+        let kind = facts.kind();
+        format!("exactly 1 effect ({})", Esc(kind))
+    };
+    let mut found = String::new();
+    if facts.effects.is_empty() {
+        found.push_str("no effect");
+    }
+    for (effect, tick) in &facts.effects {
+        let rogue = !genuine.iter().any(|(other, _)| other.effect_id == effect.effect_id);
+        let _ = write!(
+            found,
+            "{}effect <b>#{}</b> key <code>{}</code>: {} <code>{}</code> → <code>{}</code>{}{}",
+            if found.is_empty() { "" } else { "<br>" },
+            effect.effect_id,
+            Esc(&effect.key),
+            Esc(&effect.kind),
+            Esc(&effect.payload),
+            Esc(&effect.result),
+            match (tick, committed_at) {
+                (Some(tick), Some(committed)) if *tick < committed => {
+                    early = true;
+                    format!(
+                        ", applied at tick {tick} <span class=\"bad\">before its event committed (tick {committed})</span>"
+                    )
+                }
+                (Some(tick), _) => format!(", applied at tick {tick}"),
+                (None, _) => String::new(),
+            },
+            if rogue {
+                " <span class=\"bad\">(other parameters under its key)</span>"
+            } else {
+                ""
+            }
+        );
+    }
+    let lost_applies: Vec<String> = facts
+        .applies
+        .iter()
+        .filter(|(_, _, effect_id)| !facts.effects.iter().any(|(effect, _)| effect.effect_id == *effect_id))
+        .map(|(tick, actor, effect_id)| format!("#{effect_id} by {actor} at tick {tick}"))
+        .collect();
+    if !lost_applies.is_empty() {
+        let _ = write!(
+            found,
+            "<br><span class=\"note\">applied but rolled back (not in the database): {}</span>",
+            lost_applies.join(", ")
+        );
+    }
+    let good = if ghost {
+        facts.effects.is_empty()
+    } else {
+        let done = facts.row.is_some_and(|row| row.done);
+        !early && genuine.len() == facts.effects.len() && (genuine.len() == 1 || (!done && genuine.is_empty()))
+    };
+    row(out, "effects", &expected, &found, Some(good));
+
+    if !facts.dedup.is_empty() {
+        let found: Vec<String> = facts
+            .dedup
+            .iter()
+            .map(|record| {
+                format!(
+                    "key <code>{}</code> → effect #{}, result <code>{}</code>",
+                    Esc(&record.key),
+                    record.effect_id,
+                    Esc(&record.result)
+                )
+            })
+            .collect();
+        row(
+            out,
+            "de-dup records",
+            "one per key, written with its effect",
+            &found.join("<br>"),
+            None,
+        );
+    }
+
+    if !facts.probes.is_empty() {
+        let answers: Vec<String> = page
+            .facts
+            .history
+            .probe_replies
+            .iter()
+            .filter(|(_, key, _)| page.facts.command_of(key) == id)
+            .map(|(tick, _, outcome)| {
+                let text = match outcome {
+                    Outcome::Conflict => "rejected as a conflict".to_string(),
+                    Outcome::Applied { result } => format!("<span class=\"bad\">applied</span> ({})", Esc(result)),
+                    Outcome::Duplicate { result } => {
+                        format!(
+                            "<span class=\"bad\">answered with the first result</span> ({})",
+                            Esc(result)
+                        )
+                    }
+                };
+                format!("tick {tick}: {text}")
+            })
+            .collect();
+        row(
+            out,
+            "key-conflict probes",
+            "rejected as conflicts",
+            &format!(
+                "{} probe(s) at tick {}{}",
+                facts.probes.len(),
+                join_ticks(&facts.probes),
+                if answers.is_empty() {
+                    String::new()
+                } else {
+                    format!("<br>{}", answers.join("<br>"))
+                }
+            ),
+            None,
+        );
+    }
+
+    // Marked done.
+    let effect_results: Vec<&str> = genuine.iter().map(|(effect, _)| effect.result.as_str()).collect();
+    let (mut found, good) = match facts.row {
+        None => ("no row to mark".to_string(), ghost),
+        Some(row) => match (&row.result, row.done) {
+            (_, false) => ("<span class=\"bad\">pending</span>".to_string(), false),
+            (None, true) => ("<span class=\"bad\">done without a result</span>".to_string(), false),
+            (Some(result), true) => {
+                let real = effect_results.contains(&result.as_str());
+                (
+                    format!(
+                        "done, result <code>{}</code>{}",
+                        Esc(result),
+                        if real {
+                            ""
+                        } else {
+                            " <span class=\"bad\">(no effect returned it)</span>"
+                        }
+                    ),
+                    real,
+                )
+            }
+        },
+    };
+    let marks: Vec<String> = facts
+        .marks
+        .iter()
+        .map(|(tick, actor, changed)| {
+            format!(
+                "{actor} at tick {tick}{}",
+                if *changed { "" } else { " (already done)" }
+            )
+        })
+        .collect();
+    if !marks.is_empty() {
+        let _ = write!(found, "<br>mark_done: {}", marks.join(", "));
+    }
+    row(
+        out,
+        "marked done",
+        if ghost {
+            "nothing to mark"
+        } else {
+            "done, with the result its effect returned"
+        },
+        &found,
+        Some(good),
+    );
+    out.push_str("</table>\n");
+}
+
+fn join_ticks(ticks: &[u64]) -> String {
+    ticks.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The block for one workflow: its stored events against replaying `decide`.
+pub(super) fn workflow(out: &mut String, page: &Page<'_>, workflow: &WorkflowFacts<'_>, seq: Option<u64>) {
+    let _ = writeln!(
+        out,
+        "<p>Stored history of <code>{}</code> ({} event{}), folded through the reference <code>decide</code>: \
+         replay reaches phase <b>{}</b>{}.</p>",
+        Esc(&workflow.id),
+        workflow.events.len(),
+        if workflow.events.len() == 1 { "" } else { "s" },
+        workflow.phase,
+        if workflow.terminal { " (terminal)" } else { "" }
+    );
+    out.push_str(
+        "<table class=\"grid\"><tr><th>seq</th><th>kind</th><th>payload</th><th>replaying decide</th>\
+         <th>commands it emits → outbox</th><th>in the trace</th></tr>\n",
+    );
+    for (event, fold) in workflow.events.iter().zip(&workflow.folds) {
+        let involved = seq == Some(event.seq);
+        let (verdict, good) = match fold {
+            Fold::Fits(_) => ("fits".to_string(), true),
+            Fold::Gap { expected } => (format!("expected seq {expected} here: a gap"), false),
+            Fold::Misfit { phase, reason } => (format!("does not fit phase {}: {}", Esc(phase), Esc(reason)), false),
+            Fold::Unreached => ("not reached".to_string(), true),
+        };
+        let commands = match fold {
+            Fold::Fits(commands) if commands.is_empty() => "none".to_string(),
+            Fold::Fits(commands) => commands
+                .iter()
+                .map(|(id, command)| {
+                    let status = match page.facts.commands.get(id).and_then(|facts| facts.row) {
+                        None => "<span class=\"bad\">✗ no row</span>".to_string(),
+                        Some(row) if row.kind != command.kind || row.payload != command.payload => {
+                            "<span class=\"bad\">≠ stored differently</span>".to_string()
+                        }
+                        Some(row) if row.done => "<span class=\"ok\">✓ done</span>".to_string(),
+                        Some(_) => "<span class=\"warn\">pending</span>".to_string(),
+                    };
+                    format!("{} {} {status}", command_link(id), Esc(&command.kind))
+                })
+                .collect::<Vec<_>>()
+                .join("<br>"),
+            _ => "—".to_string(),
+        };
+        let commands_good = match fold {
+            Fold::Fits(commands) => commands.iter().all(|(id, command)| {
+                page.facts
+                    .commands
+                    .get(id)
+                    .and_then(|facts| facts.row)
+                    .is_some_and(|row| row.kind == command.kind && row.payload == command.payload)
+            }),
+            _ => true,
+        };
+        let mut trace: Vec<String> = workflow
+            .commits
+            .iter()
+            .filter(|(_, _, append)| append.seq == event.seq)
+            .map(|(tick, actor, append)| {
+                let mut text = if append.expected_seq + 1 == append.seq {
+                    format!(
+                        "committed by {actor} at tick {tick}, decided from seq {}",
+                        append.expected_seq
+                    )
+                } else {
+                    format!(
+                        "committed by {actor} at tick {tick}, <span class=\"bad\">decided from seq {} but stored at \
+                         seq {}</span>",
+                        append.expected_seq, append.seq
+                    )
+                };
+                if append.kind != event.kind {
+                    let _ = write!(text, " as <b>{}</b>", Esc(&append.kind));
+                }
+                text
+            })
+            .collect();
+        let committed = !trace.is_empty();
+        let cut: Vec<String> = workflow
+            .inserts
+            .iter()
+            .filter(|(inserted, insert)| *inserted == event.seq && !matches!(insert.end, TxEnd::Committed(_)))
+            .map(|(_, insert)| insert_line(insert))
+            .collect();
+        if !committed && !cut.is_empty() {
+            trace.extend(cut);
+            trace.push(UNACKNOWLEDGED.trim_start_matches("<br>").to_string());
+        } else {
+            trace.extend(cut);
+        }
+        let _ = writeln!(
+            out,
+            "<tr{}><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{verdict}</td>\
+             <td class=\"{}\">{commands}</td><td>{}</td></tr>",
+            if involved { " class=\"involved\"" } else { "" },
+            event.seq,
+            Esc(&event.kind),
+            Esc(&event.payload),
+            if good { "found-ok" } else { "found-bad" },
+            if commands_good { "" } else { "found-bad" },
+            if trace.is_empty() {
+                "<span class=\"note\">no commit in the trace</span>".to_string()
+            } else {
+                trace.join("<br>")
+            }
+        );
+    }
+    out.push_str("</table>\n");
+    if let Some(seq) = seq {
+        decided_states(out, workflow, seq);
+    }
+}
+
+/// For appends at `seq`: the state the writer decided from against a fresh
+/// replay of the stored log up to where it decided (I6).
+fn decided_states(out: &mut String, workflow: &WorkflowFacts<'_>, seq: u64) {
+    let appends: Vec<_> = workflow
+        .commits
+        .iter()
+        .filter(|(_, _, append)| append.seq == seq)
+        .collect();
+    if appends.is_empty() {
+        return;
+    }
+    table_start(out);
+    for (tick, actor, append) in appends {
+        let prefix: Vec<StoredEvent> = workflow
+            .events
+            .iter()
+            .filter(|event| event.seq <= append.expected_seq)
+            .map(|event| (*event).clone())
+            .collect();
+        let fresh = match replay(&workflow.id, &prefix) {
+            Ok(replayed) => replayed.trip.digest(),
+            Err(error) => format!("(unreplayable: {error})"),
+        };
+        row(
+            out,
+            &format!("state {actor} decided from (tick {tick})"),
+            &format!(
+                "replay of the log to seq {}: <code>{}</code>",
+                append.expected_seq,
+                Esc(&fresh)
+            ),
+            &format!("<code>{}</code>", Esc(&append.state)),
+            Some(fresh == append.state),
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// The block for a run that did not settle (I10): what still waits.
+pub(super) fn stuck(out: &mut String, page: &Page<'_>) {
+    out.push_str(
+        "<p>Expected: once faults stop, every workflow reaches a terminal phase and every outbox row is \
+         done with a result. Found:</p>\n",
+    );
+    out.push_str(
+        "<table class=\"grid\"><tr><th>workflow</th><th>phase</th><th>head event</th>\
+         <th>waits for</th></tr>\n",
+    );
+    let mut any = false;
+    for workflow in page.facts.workflows.values().filter(|workflow| !workflow.terminal) {
+        let Some(head) = workflow.events.last() else {
+            continue;
+        };
+        any = true;
+        let waits = match workflow.folds.last() {
+            Some(Fold::Fits(commands)) => commands
+                .iter()
+                .map(|(id, _)| {
+                    let status = match page.facts.commands.get(id).and_then(|facts| facts.row) {
+                        None => "<span class=\"bad\">no outbox row</span>",
+                        Some(row) if !row.done => "<span class=\"warn\">pending</span>",
+                        Some(row) if row.result.is_none() => "<span class=\"bad\">done without a result</span>",
+                        Some(_) => "done",
+                    };
+                    format!("{} {status}", command_link(id))
+                })
+                .collect::<Vec<_>>()
+                .join("<br>"),
+            _ => "<span class=\"bad\">history does not replay</span>".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{waits}</td></tr>",
+            Esc(&workflow.id),
+            workflow.phase,
+            event_text(head)
+        );
+    }
+    if !any {
+        out.push_str("<tr><td colspan=\"4\">every stored workflow is terminal</td></tr>\n");
+    }
+    out.push_str("</table>\n");
+    let stuck = page.facts.stuck_commands(page.snapshot);
+    if !stuck.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>Commands in the way: {}</p>",
+            stuck.iter().map(|id| command_link(id)).collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+/// The block for I9: what `PRAGMA integrity_check` said of each file.
+pub(super) fn integrity(out: &mut String, page: &Page<'_>) {
+    table_start(out);
+    for (file, verdict) in [
+        ("store database", &page.snapshot.store_integrity),
+        ("receiver database", &page.snapshot.receiver_integrity),
+    ] {
+        row(
+            out,
+            file,
+            "<code>ok</code>",
+            &format!("<code>{}</code>", esc(verdict)),
+            Some(verdict == "ok"),
+        );
+    }
+    out.push_str("</table>\n");
+}

@@ -1,0 +1,236 @@
+//! The lifecycle table: one row per command_id, from commit to mark-done.
+//!
+//! Rows are every outbox row, every command a stored event should have
+//! (a missing one shows as "missing"), and every key that took effect or was
+//! sent without an outbox row (a "ghost"). Rows a violation names come first
+//! and are highlighted; a checkbox hides the others (pure CSS, no script).
+
+use std::fmt::Write;
+
+use super::Page;
+use super::facts::{CommandFacts, TxEnd};
+use super::text::{Esc, command_anchor, violation_anchor};
+
+/// Violations linked per row before "+n".
+const VIOLATION_LINKS_MAX: usize = 6;
+
+pub(super) fn write(out: &mut String, page: &Page<'_>) {
+    let listed = page.facts.listed_commands();
+    let involved = listed.iter().filter(|facts| !facts.violations.is_empty()).count();
+    let _ = writeln!(
+        out,
+        "<section id=\"commands\">\n<h2>Commands</h2>\n<p>{} command{} ({} named by violations, listed first). \
+         Committed: the writer commits that acknowledged it. Delivered: sends by workers (and by writers \
+         themselves, which only broken engines do). Applied: effect rows in the receiver's database, mapped \
+         to commands through the keys they were sent under. Done: the outbox row in the final database.</p>",
+        listed.len(),
+        if listed.len() == 1 { "" } else { "s" },
+        involved
+    );
+    out.push_str(
+        "<input type=\"checkbox\" id=\"only-involved\"> <label for=\"only-involved\">show only commands \
+         named by violations</label>\n<table class=\"life\">\n<thead><tr><th>command_id</th><th>kind</th>\
+         <th>event</th><th>committed</th><th>delivered</th><th>applied</th><th>marked done</th>\
+         <th>final row</th><th>kills</th></tr></thead>\n<tbody>\n",
+    );
+    for facts in listed {
+        row(out, page, facts);
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
+    let (status, class) = facts.status();
+    let involved = !facts.violations.is_empty();
+    let anchor = command_anchor(&facts.id);
+    let _ = write!(
+        out,
+        "<tr id=\"{anchor}\" class=\"{}\"><td class=\"id\"><a class=\"mono\" href=\"#{anchor}\">{}</a> \
+         <span class=\"badge {class}\">{status}</span>",
+        if involved { "involved" } else { "quiet" },
+        Esc(&facts.id)
+    );
+    if involved {
+        let links: Vec<String> = facts
+            .violations
+            .iter()
+            .take(VIOLATION_LINKS_MAX)
+            .map(|index| {
+                format!(
+                    "<a href=\"#{}\">#{} {}</a>",
+                    violation_anchor(*index),
+                    index + 1,
+                    page.result.violations[*index].invariant
+                )
+            })
+            .collect();
+        let more = facts.violations.len().saturating_sub(VIOLATION_LINKS_MAX);
+        let _ = write!(
+            out,
+            "<span class=\"sub\">{}{}</span>",
+            links.join(" "),
+            if more > 0 { format!(" +{more}") } else { String::new() }
+        );
+    }
+    out.push_str("</td>");
+
+    let _ = write!(out, "<td>{}</td>", Esc(facts.kind()));
+
+    // Event.
+    match (facts.event, facts.event_seq) {
+        (Some(event), _) => {
+            let _ = write!(out, "<td>#{} {}</td>", event.seq, Esc(&event.kind));
+        }
+        (None, Some(seq)) => {
+            let _ = write!(out, "<td><span class=\"bad\">#{seq} not stored</span></td>");
+        }
+        (None, None) => out.push_str("<td><span class=\"bad\">none</span></td>"),
+    }
+
+    // Committed.
+    out.push_str("<td>");
+    match facts.commits.as_slice() {
+        [] => out.push_str("<span class=\"note\">no commit</span>"),
+        [(tick, actor)] => {
+            let _ = write!(out, "tick {tick}<span class=\"sub\">{actor}</span>");
+        }
+        commits => {
+            let ticks: Vec<String> = commits
+                .iter()
+                .map(|(tick, actor)| format!("{tick} ({actor})"))
+                .collect();
+            let _ = write!(
+                out,
+                "<span class=\"bad\">{} commits</span><span class=\"sub\">{}</span>",
+                commits.len(),
+                ticks.join(", ")
+            );
+        }
+    }
+    let cut: Vec<String> = facts
+        .inserts
+        .iter()
+        .filter_map(|insert| match insert.end {
+            TxEnd::Killed { tick, point } => Some(format!(
+                "inserted by {} at {}, <span class=\"kill\">killed at {}</span> ({tick})",
+                insert.actor,
+                insert.tick,
+                Esc(point)
+            )),
+            _ => None,
+        })
+        .collect();
+    if !cut.is_empty() {
+        let _ = write!(out, "<span class=\"sub\">{}</span>", cut.join("<br>"));
+    }
+    out.push_str("</td>");
+
+    // Delivered.
+    let sends = facts.deliveries.len();
+    let _ = write!(out, "<td>{sends}×");
+    let mut notes = Vec::new();
+    let dispatches = facts
+        .deliveries
+        .iter()
+        .filter(|delivery| delivery.dispatch.is_some())
+        .count();
+    if dispatches > 0 {
+        notes.push(format!("<span class=\"bad\">{dispatches} by writers</span>"));
+    }
+    if !facts.timeouts.is_empty() {
+        notes.push(format!("{} timeout(s)", facts.timeouts.len()));
+    }
+    if !facts.lost.is_empty() {
+        notes.push(format!("{} lost", facts.lost.len()));
+    }
+    let mut keys: Vec<&str> = facts.deliveries.iter().map(|delivery| delivery.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.len() > 1 {
+        notes.push(format!("<span class=\"bad\">{} keys</span>", keys.len()));
+    }
+    if let Some(first) = facts.deliveries.first() {
+        notes.push(format!("first at {}", first.tick));
+    }
+    if !notes.is_empty() {
+        let _ = write!(out, "<span class=\"sub\">{}</span>", notes.join(" · "));
+    }
+    out.push_str("</td>");
+
+    // Applied.
+    let genuine = facts.genuine_effects();
+    let count = facts.effects.len();
+    let count_class = if count == 1 && genuine.len() == 1 {
+        ""
+    } else {
+        " class=\"bad\""
+    };
+    let effects: Vec<String> = facts
+        .effects
+        .iter()
+        .map(|(effect, tick)| match tick {
+            Some(tick) => format!("#{} at {tick}", effect.effect_id),
+            None => format!("#{}", effect.effect_id),
+        })
+        .collect();
+    let _ = write!(out, "<td><span{count_class}>{count}×</span>");
+    let rolled_back = facts.applies.len().saturating_sub(count);
+    let mut notes = effects;
+    if genuine.len() < count {
+        notes.push(format!(
+            "<span class=\"bad\">{} with other parameters</span>",
+            count - genuine.len()
+        ));
+    }
+    if rolled_back > 0 {
+        notes.push(format!("{rolled_back} rolled back"));
+    }
+    if !notes.is_empty() {
+        let _ = write!(out, "<span class=\"sub\">{}</span>", notes.join(", "));
+    }
+    out.push_str("</td>");
+
+    // Marked done.
+    out.push_str("<td>");
+    match facts.marks.iter().find(|(_, _, changed)| *changed) {
+        Some((tick, actor, _)) => {
+            let _ = write!(out, "tick {tick}<span class=\"sub\">{actor}");
+            if facts.marks.len() > 1 {
+                let _ = write!(out, " · {} calls", facts.marks.len());
+            }
+            out.push_str("</span>");
+        }
+        None => out.push_str("<span class=\"note\">never</span>"),
+    }
+    out.push_str("</td>");
+
+    // Final row.
+    match facts.row {
+        None => out.push_str("<td><span class=\"bad\">no row</span></td>"),
+        Some(row) if !row.done => out.push_str("<td><span class=\"warn\">pending</span></td>"),
+        Some(row) => {
+            let _ = write!(
+                out,
+                "<td>done<span class=\"sub mono\">{}</span></td>",
+                match &row.result {
+                    Some(result) => Esc(result).to_string(),
+                    None => "<span class=\"bad\">no result</span>".to_string(),
+                }
+            );
+        }
+    }
+
+    // Kills.
+    out.push_str("<td>");
+    for index in &facts.kills {
+        let kill = &page.facts.kills[*index];
+        let _ = write!(
+            out,
+            "<a class=\"kill\" href=\"#kill-{index}\">✕ {}</a><span class=\"sub\">{} at {}</span>",
+            Esc(kill.point),
+            kill.actor,
+            kill.tick
+        );
+    }
+    out.push_str("</td></tr>\n");
+}
