@@ -189,6 +189,7 @@ fn hostile_result() -> SeedResult {
         settled: false,
         faults: "writer.before_commit=1/30 net.drop=1/50".into(),
         kills: Default::default(),
+        injected: Vec::new(),
         events: Some(events),
         snapshot: Some(snapshot),
         kept_dir: None,
