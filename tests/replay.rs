@@ -113,3 +113,39 @@ fn the_trace_hash_is_the_sha256_of_the_written_trace() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("starved/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["failed"], 1);
 }
+
+#[test]
+fn junit_parses_and_counts_the_failing_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().to_str().unwrap();
+    let run = crashsim(&[
+        "run",
+        "tests/fixtures/starved.toml",
+        "scenarios/contention.toml",
+        "--seeds",
+        "3",
+        "--report",
+        report,
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    let xml = std::fs::read_to_string(dir.path().join("starved/junit.xml")).unwrap();
+    let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
+    let suite = &parsed.test_suites[0];
+    assert_eq!(suite.name.as_str(), "starved");
+    let failing = |suite: &quick_junit::TestSuite| {
+        suite
+            .test_cases
+            .iter()
+            .filter(|case| matches!(case.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
+            .count()
+    };
+    // The seed range fails, and each of the three seeds has its own failing case.
+    assert_eq!(suite.test_cases.len(), 4);
+    assert_eq!(failing(suite), 4);
+    let xml = std::fs::read_to_string(dir.path().join("contention/junit.xml")).unwrap();
+    let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
+    assert_eq!(parsed.test_suites[0].test_cases.len(), 1);
+    assert_eq!(failing(&parsed.test_suites[0]), 0);
+    let markdown = std::fs::read_to_string(dir.path().join("starved/summary.md")).unwrap();
+    assert!(markdown.contains("| I10 | 3 |"), "{markdown}");
+}
