@@ -10,11 +10,10 @@
 use std::collections::VecDeque;
 
 use super::{Next, Role, retry_or_crash};
-use crate::actors::ActorId;
 use crate::model::OutboxRow;
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
-use crate::sim::net::{Address, Message};
+use crate::sim::net::Message;
 use crate::store::{Outcome, Request, Store};
 use crate::trace::Op;
 
@@ -156,8 +155,7 @@ fn deliver_step(
             }
             let nonce = ctx.prng.next_u64();
             delivery.key = ctx.world.engine.idempotency_key(&delivery.row, delivery.attempt, nonce);
-            let index = ctx.prng.below(u64::from(ctx.world.receivers_count)) as u32;
-            let to = ActorId::new(Role::Receiver, index);
+            let to = ctx.pick_receiver();
             let request = Request {
                 key: delivery.key.clone(),
                 kind: delivery.row.kind.clone(),
@@ -171,14 +169,7 @@ fn deliver_step(
                 to,
                 attempt: delivery.attempt,
             });
-            let reply_to = ctx.reply_address();
-            ctx.send(
-                Address {
-                    actor: to,
-                    incarnation: None,
-                },
-                Message::Request { request, reply_to },
-            );
+            ctx.request(to, request);
             let deadline = ctx.now + ctx.world.timing.reply_timeout_ticks;
             delivery.stage = Stage::Await { deadline };
             (

@@ -13,11 +13,11 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::{ActorId, Next, Role, retry_or_crash};
+use super::{Next, Role, retry_or_crash};
 use crate::model::{Command, Event};
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
-use crate::sim::net::{Address, Message};
+use crate::sim::net::Message;
 use crate::store::{Request, Store, StoreError};
 use crate::trace::{Appended, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
@@ -360,8 +360,7 @@ impl Writer {
 /// engines do this (the reference never does); it is recorded so the
 /// checkers can see it.
 fn dispatch(ctx: &mut Ctx<'_>, command_id: &str, command: &Command, replay: bool) {
-    let index = ctx.prng.below(u64::from(ctx.world.receivers_count)) as u32;
-    let to = ActorId::new(Role::Receiver, index);
+    let to = ctx.pick_receiver();
     ctx.record(Op::Dispatch {
         command_id: command_id.to_string(),
         to,
@@ -374,12 +373,5 @@ fn dispatch(ctx: &mut Ctx<'_>, command_id: &str, command: &Command, replay: bool
         attempt: 1,
         sent_tick: ctx.now,
     };
-    let reply_to = ctx.reply_address();
-    ctx.send(
-        Address {
-            actor: to,
-            incarnation: None,
-        },
-        Message::Request { request, reply_to },
-    );
+    ctx.request(to, request);
 }

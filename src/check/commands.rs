@@ -9,21 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
-use crate::model::{OutboxRow, StoredEvent, command_id};
+use crate::model::command_id;
 use crate::workflow::{Trip, decide};
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let snapshot = input.snapshot;
-    let rows: BTreeMap<&str, &OutboxRow> = snapshot
-        .outbox
-        .iter()
-        .map(|row| (row.command_id.as_str(), row))
-        .collect();
-    let mut by_workflow: BTreeMap<&str, Vec<&StoredEvent>> = BTreeMap::new();
-    for event in &snapshot.events {
-        by_workflow.entry(&event.workflow_id).or_default().push(event);
-    }
+    let rows = snapshot.rows_by_id();
+    let by_workflow = snapshot.events_by_workflow();
 
     // Every command each committed event emits is in the outbox, as emitted.
     for (workflow_id, events) in &by_workflow {

@@ -9,17 +9,12 @@ use std::collections::BTreeMap;
 
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
-use crate::model::OutboxRow;
 use crate::store::Outcome;
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let snapshot = input.snapshot;
-    let rows: BTreeMap<&str, &OutboxRow> = snapshot
-        .outbox
-        .iter()
-        .map(|row| (row.command_id.as_str(), row))
-        .collect();
+    let rows = snapshot.rows_by_id();
     let mut by_command: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
     for effect in &snapshot.effects {
         by_command

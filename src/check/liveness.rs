@@ -2,10 +2,7 @@
 //! (`run.ticks_max` ticks and `run.steps_max` steps).
 //! I9 (the part that needs no power loss): `PRAGMA integrity_check` passes.
 
-use std::collections::BTreeMap;
-
 use super::{Input, Invariant, Violation};
-use crate::model::StoredEvent;
 use crate::workflow::replay;
 
 /// At most this many ids are listed in one message.
@@ -36,10 +33,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     if input.settled {
         return violations;
     }
-    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
-    for event in &snapshot.events {
-        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
-    }
+    let by_workflow = snapshot.events_by_workflow();
     let unfinished: Vec<String> = input
         .trips
         .iter()

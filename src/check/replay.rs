@@ -2,18 +2,13 @@
 //! fresh replay of the stored log gives at the same `seq`, and no replay
 //! dispatched a command.
 
-use std::collections::BTreeMap;
-
 use super::{History, Input, Invariant, Violation};
 use crate::model::StoredEvent;
 use crate::workflow::replay;
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
-    for event in &input.snapshot.events {
-        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
-    }
+    let by_workflow = input.snapshot.events_by_workflow();
     for commit in &history.commits {
         let append = commit.appended;
         let Some(events) = by_workflow.get(append.workflow_id.as_str()) else {

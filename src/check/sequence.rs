@@ -9,15 +9,11 @@
 use std::collections::BTreeMap;
 
 use super::{History, Input, Invariant, Violation};
-use crate::model::StoredEvent;
 use crate::workflow::replay::{ReplayError, replay};
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
-    for event in &input.snapshot.events {
-        by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
-    }
+    let by_workflow = input.snapshot.events_by_workflow();
     for (workflow_id, events) in &by_workflow {
         match replay(workflow_id, events) {
             Ok(_) => {}

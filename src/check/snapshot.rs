@@ -2,6 +2,7 @@
 //! against the protocol's schema (never through the implementation under
 //! test, which could hide its own mistakes).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
@@ -54,6 +55,20 @@ fn integrity(conn: &Connection) -> rusqlite::Result<String> {
 }
 
 impl Snapshot {
+    /// Each workflow's stored events, in `seq` order.
+    pub fn events_by_workflow(&self) -> BTreeMap<&str, Vec<StoredEvent>> {
+        let mut by_workflow: BTreeMap<&str, Vec<StoredEvent>> = BTreeMap::new();
+        for event in &self.events {
+            by_workflow.entry(&event.workflow_id).or_default().push(event.clone());
+        }
+        by_workflow
+    }
+
+    /// The outbox rows by `command_id`.
+    pub fn rows_by_id(&self) -> BTreeMap<&str, &OutboxRow> {
+        self.outbox.iter().map(|row| (row.command_id.as_str(), row)).collect()
+    }
+
     pub fn read(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
         let store = open_read_only(store_path)?;
         let events = store

@@ -10,12 +10,8 @@ use crate::sim::faults::KillPoint;
 use crate::store::registry;
 
 pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
-    let mut paths: Vec<_> = std::fs::read_dir(&args.scenarios)
-        .with_context(|| format!("{}: cannot list scenarios", args.scenarios.display()))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
+    let paths = scenario::files_in(&args.scenarios)
+        .with_context(|| format!("{}: cannot list scenarios", args.scenarios.display()))?;
     println!("scenarios in {}:", args.scenarios.display());
     for path in paths {
         match scenario::load(&path) {

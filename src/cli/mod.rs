@@ -81,12 +81,26 @@ pub struct RunArgs {
     /// Run this mutant (or any implementation) instead of each scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
+    #[command(flatten)]
+    pub reports: ReportArgs,
+}
+
+/// Where report files go.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
     /// Where reports go.
     #[arg(long, default_value = "reports")]
     pub report: PathBuf,
     /// Write no report files.
     #[arg(long)]
     pub no_report: bool,
+}
+
+impl ReportArgs {
+    /// The report root, unless reports are off.
+    pub fn root(&self) -> Option<&std::path::Path> {
+        (!self.no_report).then_some(self.report.as_path())
+    }
 }
 
 #[derive(Args, Debug)]
@@ -145,12 +159,8 @@ pub struct MutantsArgs {
     pub dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// Where reports go.
-    #[arg(long, default_value = "reports")]
-    pub report: PathBuf,
-    /// Write no report files.
-    #[arg(long)]
-    pub no_report: bool,
+    #[command(flatten)]
+    pub reports: ReportArgs,
 }
 
 #[derive(Args, Debug)]
@@ -174,12 +184,9 @@ pub struct ShrinkArgs {
     pub dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// Where reports go.
-    #[arg(long, default_value = "reports")]
-    pub report: PathBuf,
-    /// Write no report files (the capsule is still written).
-    #[arg(long)]
-    pub no_report: bool,
+    /// Reports (the capsule is written even with --no-report).
+    #[command(flatten)]
+    pub reports: ReportArgs,
 }
 
 #[derive(Args, Debug)]

@@ -4,7 +4,6 @@
 //! reference fails.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
@@ -17,20 +16,10 @@ use crate::report::{self, atomic, junit, markdown};
 use crate::runner::{self, Options};
 use crate::scenario::{self, Loaded};
 
-/// The shipped scenarios: every `*.toml` directly in `scenarios/`.
-fn shipped(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list scenarios", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
 pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
     let paths = if args.scenario.is_empty() {
-        shipped(&PathBuf::from("scenarios"))?
+        // The shipped scenarios: every `*.toml` directly in `scenarios/`.
+        scenario::files_in(std::path::Path::new("scenarios")).context("scenarios: cannot list scenarios")?
     } else {
         args.scenario.clone()
     };
@@ -106,8 +95,8 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    if !args.no_report {
-        let dir = args.report.join("mutants");
+    if let Some(root) = args.reports.root() {
+        let dir = root.join("mutants");
         write_reports(&dir, &rows, &scenarios, &settings)
             .with_context(|| format!("writing the reports under {}", dir.display()))?;
         if human {

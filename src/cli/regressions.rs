@@ -14,12 +14,8 @@ use crate::exit::Exit;
 use crate::runner::{self, Options};
 
 pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list the regression corpus", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
+    let paths = crate::scenario::files_in(dir)
+        .with_context(|| format!("{}: cannot list the regression corpus", dir.display()))?;
     // Every capsule is read before any runs: a broken one is bad input.
     let capsules = paths
         .iter()

@@ -103,7 +103,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         if summary.failed > 0 {
             exit = Exit::Violation;
         }
-        if !args.no_report {
+        if let Some(root) = args.reports.root() {
             let own = run_summary(
                 std::slice::from_ref(&summary),
                 started.elapsed().as_secs_f64(),
@@ -111,8 +111,8 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 &work_dir,
                 &filesystem,
             );
-            report::write_summary(&args.report, &loaded.label(), &own)
-                .with_context(|| format!("writing the summary under {}", args.report.display()))?;
+            report::write_summary(root, &loaded.label(), &own)
+                .with_context(|| format!("writing the summary under {}", root.display()))?;
         }
         summaries.push(summary);
     }
@@ -228,10 +228,10 @@ fn run_scenario(
     };
 
     let mut report_dirs = BTreeMap::new();
-    if !args.no_report {
+    if let Some(root) = args.reports.root() {
         for result in results.iter().filter(|result| !result.ok) {
             let replay = replay_command(loaded, result.seed);
-            let dir = report::write_seed(&args.report, result, &replay)
+            let dir = report::write_seed(root, result, &replay)
                 .with_context(|| format!("writing the report of seed {}", result.seed))?;
             report_dirs.insert(result.seed, dir);
         }

@@ -56,48 +56,48 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
     atomic::write(&out, capsule.to_toml().as_bytes()).with_context(|| format!("writing {}", out.display()))?;
     let replay = format!("{} --capsule {}", replay_prefix(), out.display());
 
-    let report_dir = if args.no_report {
-        None
-    } else {
-        let dir = args.report.join("shrink").join(format!("{}-{seed}", loaded.label()));
-        report::write_seed_to(&dir, &shrunk.result, &replay)
-            .with_context(|| format!("writing the report under {}", dir.display()))?;
-        atomic::write(&dir.join("capsule.toml"), capsule.to_toml().as_bytes())?;
-        let first = shrunk
-            .result
-            .violations
-            .first()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let summary = serde_json::json!({
-            "scenario": loaded.label(),
-            "seed": seed,
-            "invariant": shrunk.target,
-            "original": shrunk.original,
-            "shrunk": shrunk.shrunk,
-            "runs": shrunk.runs,
-            "capsule": out.display().to_string(),
-            "replay": replay,
-            "violations": shrunk.result.violations,
-            "git_commit": crate::platform::git_commit(),
-            "sqlite_version": crate::platform::sqlite_version(),
-        });
-        report::write_json(&dir.join("summary.json"), &summary)?;
-        atomic::write(
-            &dir.join("junit.xml"),
-            junit::shrink(&loaded.label(), seed, &first, &replay).as_bytes(),
-        )?;
-        let target = shrunk.target.to_string();
-        let markdown = markdown::shrink(
-            &loaded.label(),
-            seed,
-            &target,
-            &shrunk.original,
-            &shrunk.shrunk,
-            &replay,
-        );
-        atomic::write(&dir.join("summary.md"), markdown.as_bytes())?;
-        Some(dir)
+    let first = shrunk
+        .result
+        .violations
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let summary = serde_json::json!({
+        "scenario": loaded.label(),
+        "seed": seed,
+        "invariant": shrunk.target,
+        "original": shrunk.original,
+        "shrunk": shrunk.shrunk,
+        "runs": shrunk.runs,
+        "seconds": seconds,
+        "capsule": out.display().to_string(),
+        "replay": replay,
+        "violations": shrunk.result.violations,
+        "git_commit": crate::platform::git_commit(),
+        "sqlite_version": crate::platform::sqlite_version(),
+    });
+    let report_dir = match args.reports.root() {
+        None => None,
+        Some(root) => {
+            let dir = root.join("shrink").join(format!("{}-{seed}", loaded.label()));
+            report::write_seed_to(&dir, &shrunk.result, &replay)
+                .with_context(|| format!("writing the report under {}", dir.display()))?;
+            atomic::write(&dir.join("capsule.toml"), capsule.to_toml().as_bytes())?;
+            report::write_json(&dir.join("summary.json"), &summary)?;
+            let junit = junit::shrink(&loaded.label(), seed, &first, &replay);
+            atomic::write(&dir.join("junit.xml"), junit.as_bytes())?;
+            let target = shrunk.target.to_string();
+            let markdown = markdown::shrink(
+                &loaded.label(),
+                seed,
+                &target,
+                &shrunk.original,
+                &shrunk.shrunk,
+                &replay,
+            );
+            atomic::write(&dir.join("summary.md"), markdown.as_bytes())?;
+            Some(dir)
+        }
     };
 
     if human {
@@ -115,18 +115,7 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         );
         println!("note: capsule written to {}", out.display());
     } else {
-        let line = serde_json::json!({
-            "scenario": loaded.label(),
-            "seed": seed,
-            "invariant": shrunk.target,
-            "original": shrunk.original,
-            "shrunk": shrunk.shrunk,
-            "runs": shrunk.runs,
-            "seconds": seconds,
-            "capsule": out.display().to_string(),
-            "violations": shrunk.result.violations,
-        });
-        println!("{line}");
+        println!("{summary}");
     }
     Ok(Exit::Violation)
 }

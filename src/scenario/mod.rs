@@ -342,6 +342,16 @@ impl Loaded {
     }
 }
 
+/// The `*.toml` files directly in `dir`, sorted: scenarios, or capsules.
+pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// Reads and validates a scenario file.
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     let text = fs::read_to_string(path).map_err(|source| ScenarioError::Read {

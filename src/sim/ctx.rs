@@ -112,6 +112,25 @@ impl Ctx<'_> {
         );
     }
 
+    /// A receiver chosen at random (with this actor's decision stream).
+    pub fn pick_receiver(&mut self) -> ActorId {
+        let index = self.prng.below(u64::from(self.world.receivers_count)) as u32;
+        ActorId::new(crate::actors::Role::Receiver, index)
+    }
+
+    /// Sends `request` to whichever life of receiver `to` is up, with this
+    /// actor's current life as the address for the reply.
+    pub fn request(&mut self, to: ActorId, request: crate::store::Request) {
+        let reply_to = self.reply_address();
+        self.send(
+            Address {
+                actor: to,
+                incarnation: None,
+            },
+            Message::Request { request, reply_to },
+        );
+    }
+
     /// This actor's address for replies.
     pub fn reply_address(&self) -> Address {
         Address {
