@@ -6,7 +6,8 @@
 //! - `scenario`  scenario files (TOML) → validated `Scenario`; errors name file, line, key.
 //! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
 //! - `actors`    writers, workers and receivers: step machines over their own connections.
-//! - `store`     the code under test: traits and the reference rusqlite implementation; unaware of the sim.
+//! - `store`     the code under test: traits, the reference and group-commit implementations; unaware of the sim.
+//! - `vfs`       SQLite VFS shims registered through `rusqlite::ffi`: a counting VFS (syncs per commit).
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
@@ -30,4 +31,5 @@ pub mod seed;
 pub mod sim;
 pub mod store;
 pub mod trace;
+pub mod vfs;
 pub mod workflow;

@@ -74,8 +74,17 @@ impl Default for SqliteSettings {
 
 /// Opens `path` (creating it if needed) and applies every setting.
 pub fn open(path: &Path, settings: &SqliteSettings) -> rusqlite::Result<Connection> {
+    open_via(path, settings, None)
+}
+
+/// `open` through a registered VFS (`None`: SQLite's default), such as the
+/// bench's `vfs::CountingVfs`.
+pub fn open_via(path: &Path, settings: &SqliteSettings, vfs: Option<&str>) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let conn = match vfs {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs)?,
+        None => Connection::open_with_flags(path, flags)?,
+    };
     conn.busy_timeout(Duration::from_millis(u64::from(settings.busy_timeout_ms)))?;
     // `journal_mode` answers with the mode now in force; reading it back
     // catches a file that refused the change.
