@@ -14,10 +14,12 @@
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
 //! - `report`    files under `reports/`: JSON summaries and failing seeds' traces, written atomically.
-//! - `cli`       the command line (clap): run, replay, list.
+//! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
+//! - `cli`       the command line (clap): run, replay, list, bench.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
+pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod exit;

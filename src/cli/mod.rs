@@ -1,8 +1,9 @@
-//! The command line: `run`, `replay`, `list`.
+//! The command line: `run`, `replay`, `list`, `bench`.
 //!
-//! Wall-clock time appears here and only here (seeds per second, progress):
-//! it reports on a run, it never steers one.
+//! Wall-clock time appears here and in `bench` only (seeds per second,
+//! progress, throughput): it reports on a run, it never steers one.
 
+mod bench;
 mod list;
 mod output;
 mod replay;
@@ -33,6 +34,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// List scenarios, implementations, kill points and invariants.
     List(ListArgs),
+    /// Measure append throughput and commit latency against the disk's fsync limit.
+    Bench(BenchArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -101,6 +104,31 @@ pub struct ListArgs {
     pub scenarios: PathBuf,
 }
 
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// A directory on the disk to measure (default: the current directory,
+    /// refused if it is on tmpfs). The bench works in a temporary directory inside it.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// A short run (seconds): checks that every path works; the numbers are rough.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds: every configuration runs once per round, interleaved; medians over rounds.
+    #[arg(long, default_value_t = crate::bench::run::ROUNDS)]
+    pub rounds: u32,
+    /// Only configurations whose name contains one of these (comma-separated); the limit always runs.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Where reports go: the bench's land in DIR/bench/.
+    #[arg(long, default_value = "reports")]
+    pub report: PathBuf,
+    /// Write no report files.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
 fn parse_seed_arg(text: &str) -> Result<u64, String> {
     crate::seed::parse_seed(text)
 }
@@ -111,6 +139,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Run(args) => run::run(&args),
         Command::Replay(args) => replay::replay(&args),
         Command::List(args) => list::list(&args),
+        Command::Bench(args) => bench::bench(&args),
     };
     match result {
         Ok(exit) => exit,
