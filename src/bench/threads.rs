@@ -4,7 +4,8 @@
 //! - `writers`: each thread has its own connection and its own transactions;
 //!   SQLite serialises them with its write lock and busy handler.
 //! - `group_commit`: each thread appends through a `GroupCommitClient`; one
-//!   `GroupCommitter` thread commits whatever is waiting as one group.
+//!   `GroupCommitter` thread commits whatever is waiting as one group, with
+//!   its default tuning and a background checkpointer (its own connection).
 //!
 //! Every thread warms up, then all start together at a barrier; the sample
 //! runs from that start until the last thread finished its last transaction
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use super::measure::{Budget, Sample, nanos, now};
 use super::sqlite::{KIND, PAYLOAD, database, open};
-use crate::store::group_commit::threaded::{self, GroupCommitter};
+use crate::store::group_commit::threaded::{GroupCommitter, Tuning};
 use crate::store::{Result, Store, StoreError, Synchronous, connection, events};
 use crate::vfs::CountingVfs;
 
@@ -117,9 +118,12 @@ pub fn writers(dir: &Path, vfs: &CountingVfs, budget: Budget, threads: usize) ->
 pub fn group_commit(dir: &Path, vfs: &CountingVfs, budget: Budget, writers: usize) -> Result<Sample> {
     let path = database(dir, vfs)?;
     let settings = super::sqlite::settings(Synchronous::Full);
-    let committer = GroupCommitter::start(
+    let committer = GroupCommitter::start_with(
         connection::open_via(&path, &settings, Some(vfs.name()))?,
-        threaded::MAX_GROUP,
+        Tuning {
+            checkpointer: Some(connection::open_via(&path, &settings, Some(vfs.name()))?),
+            ..Tuning::default()
+        },
     );
     let clients = (0..writers)
         .map(|index| {

@@ -6,18 +6,32 @@
 //! early head check, plus a channel to the committer); its `commit` sends
 //! the transaction and blocks until the group that carried it has committed.
 //!
-//! Flush policy: wait for one transaction, take every other one already
-//! waiting (up to `max_group`), commit them as one group, answer each
-//! member, repeat. There is no timer: while one group's `COMMIT` waits for
-//! the disk, the next group gathers, so a group is as large as the number
-//! of writers that came to commit during the previous one, and no member
-//! waits longer than about two commits. A group that fails as a whole
-//! answers every member with its error; nothing of it was committed.
+//! Flush policy: wait for one transaction; then take every other one
+//! already waiting, and keep waiting while some client has begun a
+//! transaction it has not sent yet, but never longer than the previous
+//! group's `COMMIT` took (`Tuning::sibling_wait_max` at most); commit them
+//! as one group (up to `max_group`), answer each member, repeat. While one
+//! group's `COMMIT` waits for the disk, the next gathers. Waiting for
+//! clients that are about to commit turns the alternation of a large group
+//! and a small one (the clients answered last are still on their way) into
+//! groups of every active writer; waiting at most one commit's time at
+//! most doubles a member's latency, and only when someone is on the way.
+//! A lone writer never waits. A group that fails as a whole answers every
+//! member with its error; nothing of it was committed.
+//!
+//! Checkpoints: SQLite checkpoints the WAL inside the `COMMIT` that crosses
+//! 1000 pages, so one group in a few dozen would wait for a whole
+//! checkpoint (copying the WAL into the database and syncing both) with all
+//! its members. Given a second connection (`Tuning::checkpointer`), the
+//! committer turns that off and a background thread checkpoints instead
+//! (`PASSIVE`: it never blocks the committer) every `CHECKPOINT_INTERVAL`
+//! while commits come in.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -31,39 +45,96 @@ use crate::store::{Result, Store, StoreError};
 /// The default `max_group`.
 pub const MAX_GROUP: usize = 256;
 
+/// The default `sibling_wait_max`.
+pub const SIBLING_WAIT_MAX: Duration = Duration::from_millis(1);
+
+/// How often the background checkpointer runs while commits come in.
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How the committer forms groups and checkpoints.
+pub struct Tuning {
+    /// At most this many transactions per group.
+    pub max_group: usize,
+    /// The longest a group waits for clients that have begun a transaction
+    /// and not sent it (it waits at most the previous `COMMIT`'s duration
+    /// anyway); zero: never wait.
+    pub sibling_wait_max: Duration,
+    /// A second connection to the same database for background checkpoints;
+    /// `None`: SQLite checkpoints inside the committer's `COMMIT`, as usual.
+    pub checkpointer: Option<Connection>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            max_group: MAX_GROUP,
+            sibling_wait_max: SIBLING_WAIT_MAX,
+            checkpointer: None,
+        }
+    }
+}
+
+/// The wall clock, for the committer's waits.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the threaded committer serves real threads and never runs in a simulation"
+)]
+fn now() -> Instant {
+    Instant::now()
+}
+
 /// A transaction and where to send its outcome.
 struct Request {
     transaction: Transaction,
     reply: SyncSender<Result<()>>,
 }
 
+/// What the committer and its clients share.
 #[derive(Default)]
-struct SharedStats {
+struct Shared {
     groups: AtomicU64,
     transactions: AtomicU64,
+    /// Clients with a transaction begun and not yet received by the
+    /// committer: a client counts itself in at `begin`, the committer
+    /// counts it out when it receives the transaction (the client itself
+    /// if it rolls back or sends nothing).
+    preparing: AtomicUsize,
 }
 
 /// The committer thread and the way to reach it.
 pub struct GroupCommitter {
     requests: Option<Sender<Request>>,
     thread: Option<JoinHandle<()>>,
-    stats: Arc<SharedStats>,
+    shared: Arc<Shared>,
 }
 
 impl GroupCommitter {
-    /// Starts the committer thread on `conn` (opened by `connection::open*`).
+    /// Starts the committer thread on `conn` (opened by `connection::open*`)
+    /// with at most `max_group` transactions per group, the default
+    /// sibling wait, and SQLite's own checkpoints.
     pub fn start(conn: Connection, max_group: usize) -> GroupCommitter {
+        Self::start_with(
+            conn,
+            Tuning {
+                max_group,
+                ..Tuning::default()
+            },
+        )
+    }
+
+    /// Starts the committer thread on `conn` tuned by `tuning`.
+    pub fn start_with(conn: Connection, tuning: Tuning) -> GroupCommitter {
         let (requests, inbox) = mpsc::channel();
-        let stats = Arc::new(SharedStats::default());
-        let thread_stats = Arc::clone(&stats);
+        let shared = Arc::new(Shared::default());
+        let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("group-committer".to_string())
-            .spawn(move || serve(&conn, &inbox, max_group.max(1), &thread_stats))
+            .spawn(move || serve(&conn, &inbox, tuning, &thread_shared))
             .expect("spawn the committer thread");
         GroupCommitter {
             requests: Some(requests),
             thread: Some(thread),
-            stats,
+            shared,
         }
     }
 
@@ -76,14 +147,20 @@ impl GroupCommitter {
             reply,
             replies,
             draft: Draft::default(),
+            shared: Arc::clone(&self.shared),
         }
+    }
+
+    /// Clients with a transaction begun and not yet received (for tests).
+    pub fn preparing(&self) -> usize {
+        self.shared.preparing.load(Ordering::Acquire)
     }
 
     /// Groups committed so far and the transactions they carried.
     pub fn stats(&self) -> GroupStats {
         GroupStats {
-            groups: self.stats.groups.load(Ordering::Relaxed),
-            transactions: self.stats.transactions.load(Ordering::Relaxed),
+            groups: self.shared.groups.load(Ordering::Relaxed),
+            transactions: self.shared.transactions.load(Ordering::Relaxed),
         }
     }
 
@@ -102,20 +179,44 @@ impl GroupCommitter {
 }
 
 /// The committer thread's loop.
-fn serve(conn: &Connection, inbox: &Receiver<Request>, max_group: usize, stats: &SharedStats) {
+fn serve(conn: &Connection, inbox: &Receiver<Request>, tuning: Tuning, shared: &Shared) {
+    let max_group = tuning.max_group.max(1);
+    let checkpoints = tuning.checkpointer.map(|checkpointer| {
+        // The committer no longer checkpoints in its COMMIT; the thread does.
+        let _ = conn.pragma_update(None, "wal_autocheckpoint", 0);
+        Checkpointer::start(checkpointer)
+    });
+    // No COMMIT yet: wait as long as allowed for the first group.
+    let mut last_commit = tuning.sibling_wait_max;
     while let Ok(first) = inbox.recv() {
+        shared.preparing.fetch_sub(1, Ordering::AcqRel);
         let mut group = vec![first];
+        let deadline = now() + last_commit.min(tuning.sibling_wait_max);
         while group.len() < max_group {
-            match inbox.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
-            }
+            let next = match inbox.try_recv() {
+                Ok(request) => Some(request),
+                Err(TryRecvError::Disconnected) => None,
+                Err(TryRecvError::Empty) => {
+                    let left = deadline.saturating_duration_since(now());
+                    if shared.preparing.load(Ordering::Acquire) == 0 || left.is_zero() {
+                        None
+                    } else {
+                        inbox.recv_timeout(left).ok()
+                    }
+                }
+            };
+            let Some(request) = next else { break };
+            shared.preparing.fetch_sub(1, Ordering::AcqRel);
+            group.push(request);
         }
         let members: Vec<&Transaction> = group.iter().map(|request| &request.transaction).collect();
-        match commit_group(conn, &members) {
+        let started = now();
+        let outcome = commit_group(conn, &members);
+        last_commit = now() - started;
+        match outcome {
             Ok(outcomes) => {
-                stats.groups.fetch_add(1, Ordering::Relaxed);
-                stats.transactions.fetch_add(group.len() as u64, Ordering::Relaxed);
+                shared.groups.fetch_add(1, Ordering::Relaxed);
+                shared.transactions.fetch_add(group.len() as u64, Ordering::Relaxed);
                 for (request, outcome) in group.into_iter().zip(outcomes) {
                     // A client that gave up waiting has nobody to tell.
                     let _ = request.reply.send(outcome);
@@ -127,6 +228,52 @@ fn serve(conn: &Connection, inbox: &Receiver<Request>, max_group: usize, stats: 
                 }
             }
         }
+        if let Some(checkpoints) = &checkpoints {
+            checkpoints.nudge();
+        }
+    }
+    if let Some(checkpoints) = checkpoints {
+        checkpoints.stop();
+    }
+}
+
+/// The background checkpointer: `PASSIVE` checkpoints on its own
+/// connection, at most every `CHECKPOINT_INTERVAL`, only after commits.
+struct Checkpointer {
+    nudges: Option<SyncSender<()>>,
+    thread: JoinHandle<()>,
+}
+
+impl Checkpointer {
+    fn start(conn: Connection) -> Checkpointer {
+        let (nudges, inbox) = mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("group-checkpointer".to_string())
+            .spawn(move || {
+                while inbox.recv().is_ok() {
+                    // A failed passive checkpoint (a reader in the way) is
+                    // retried on the next nudge; it never blocks a commit.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    std::thread::sleep(CHECKPOINT_INTERVAL);
+                }
+            })
+            .expect("spawn the checkpointer thread");
+        Checkpointer {
+            nudges: Some(nudges),
+            thread,
+        }
+    }
+
+    /// There are new frames; checkpoint when the interval allows.
+    fn nudge(&self) {
+        if let Some(nudges) = &self.nudges {
+            let _ = nudges.try_send(());
+        }
+    }
+
+    fn stop(mut self) {
+        self.nudges = None;
+        let _ = self.thread.join();
     }
 }
 
@@ -138,6 +285,14 @@ pub struct GroupCommitClient {
     reply: SyncSender<Result<()>>,
     replies: Receiver<Result<()>>,
     draft: Draft,
+    shared: Arc<Shared>,
+}
+
+impl GroupCommitClient {
+    /// This client no longer prepares a transaction the committer will receive.
+    fn done_preparing(&self) {
+        self.shared.preparing.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn stopped() -> StoreError {
@@ -162,7 +317,9 @@ impl Store for GroupCommitClient {
     }
 
     fn begin(&mut self) -> Result<()> {
-        self.draft.begin()
+        self.draft.begin()?;
+        self.shared.preparing.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -177,23 +334,36 @@ impl Store for GroupCommitClient {
     fn commit(&mut self) -> Result<()> {
         let transaction = self.draft.take()?;
         if transaction.is_empty() {
+            self.done_preparing();
             return Ok(());
         }
         let request = Request {
             transaction,
             reply: self.reply.clone(),
         };
-        self.requests.send(request).map_err(|_| stopped())?;
+        if self.requests.send(request).is_err() {
+            self.done_preparing();
+            return Err(stopped());
+        }
         self.replies.recv().map_err(|_| stopped())?
     }
 
     fn rollback(&mut self) -> Result<()> {
-        self.draft.discard();
+        if self.draft.is_open() {
+            self.draft.discard();
+            self.done_preparing();
+        }
         Ok(())
     }
 
     fn mark_done(&mut self, command_id: &str, result: &str) -> Result<bool> {
         self.local.mark_done(command_id, result)
+    }
+}
+
+impl Drop for GroupCommitClient {
+    fn drop(&mut self) {
+        let _ = self.rollback();
     }
 }
 
@@ -318,6 +488,72 @@ mod tests {
         assert_eq!(healthy.append("fine", 0, "k", "{}").unwrap(), 1);
         drop((poisoned, healthy));
         committer.stop();
+    }
+
+    #[test]
+    fn every_way_out_of_a_transaction_stops_counting_it_as_on_its_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = database(dir.path());
+        let committer = GroupCommitter::start(connection::open(&path, &SqliteSettings::default()).unwrap(), 16);
+        let mut store = client(&committer, &path);
+        store.begin().unwrap();
+        assert_eq!(committer.preparing(), 1);
+        store.rollback().unwrap();
+        store.begin().unwrap();
+        store.commit().unwrap(); // empty: nothing sent
+        store.append("wf", 0, "k", "{}").unwrap(); // received by the committer
+        assert!(matches!(
+            store.append("wf", 0, "k", "{}"),
+            Err(StoreError::Conflict { .. })
+        ));
+        store.begin().unwrap();
+        drop(store); // dropped mid-transaction
+        assert_eq!(committer.preparing(), 0);
+        committer.stop();
+    }
+
+    #[test]
+    fn with_a_background_checkpointer_everything_commits_and_the_wal_is_checkpointed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = database(dir.path());
+        let settings = SqliteSettings::default();
+        let committer = GroupCommitter::start_with(
+            connection::open(&path, &settings).unwrap(),
+            Tuning {
+                checkpointer: Some(connection::open(&path, &settings).unwrap()),
+                ..Tuning::default()
+            },
+        );
+        // Held open so that no last close checkpoints and deletes the WAL.
+        let observer = connection::open(&path, &settings).unwrap();
+        std::thread::scope(|scope| {
+            for writer in 0..4 {
+                let mut store = client(&committer, &path);
+                scope.spawn(move || {
+                    for expected_seq in 0..20 {
+                        store.append(&format!("wf-{writer}"), expected_seq, "k", "{}").unwrap();
+                    }
+                });
+            }
+        });
+        // The checkpointer runs after the first group: frames are copied into
+        // the database file (NOOP only reads the counts). Polled, not timed.
+        let backfilled = |observer: &Connection| -> i64 {
+            observer
+                .query_row("PRAGMA wal_checkpoint(NOOP)", [], |row| row.get(2))
+                .unwrap()
+        };
+        let mut polls = 0;
+        while backfilled(&observer) <= 0 && polls < 500 {
+            std::thread::sleep(Duration::from_millis(10));
+            polls += 1;
+        }
+        assert!(backfilled(&observer) > 0, "the background checkpointer never ran");
+        assert_eq!(committer.stop().transactions, 80);
+        let total: u64 = (0..4)
+            .map(|writer| events::last_seq(&observer, &format!("wf-{writer}")).unwrap())
+            .sum();
+        assert_eq!(total, 80);
     }
 
     #[test]
