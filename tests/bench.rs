@@ -76,7 +76,7 @@ fn quick_runs_end_to_end_and_prints_one_json_object() {
     let output = crashsim(&[
         "bench",
         "--quick",
-        // Two rounds keep this test to a few seconds; the default is five.
+        // Two rounds keep this test to a few seconds; --quick's default is five.
         "--rounds",
         "2",
         "--dir",
@@ -117,6 +117,9 @@ fn bad_input_exits_2_with_a_message() {
     let output = crashsim(&["bench", "--rounds", "0"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--rounds"), "{}", stderr(&output));
+    let output = crashsim(&["bench", "--sample-ms", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--sample-ms"), "{}", stderr(&output));
 }
 
 #[test]

@@ -22,13 +22,20 @@ pub struct Options {
     pub budget: Budget,
 }
 
-/// The default rounds: enough for a median and a range to mean something.
-pub const ROUNDS: u32 = 5;
+/// The default rounds of a full run. Many short samples rather than a few
+/// long ones: a shared or rate-limited disk changes speed from one second
+/// to the next (a cloud disk's IOPS budget runs out and refills), and each
+/// configuration's median should sample as many of those states as the
+/// limit's does, so that their ratio compares like with like.
+pub const ROUNDS: u32 = 20;
+
+/// The rounds of `--quick`: still enough for a median and a range.
+pub const QUICK_ROUNDS: u32 = 5;
 
 impl Budget {
-    /// A full run: a second per sample, a few minutes in all.
+    /// A full run: 250 ms per sample, about two minutes in all.
     pub const FULL: Budget = Budget {
-        sample: Duration::from_secs(1),
+        sample: Duration::from_millis(250),
         warmup_ops: 20,
     };
     /// `--quick`: seconds in all; checks that everything runs, numbers are rough.

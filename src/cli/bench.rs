@@ -9,13 +9,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{BenchArgs, Format};
 use crate::bench::report::{self, BenchRecord, Context};
+use crate::bench::run::{QUICK_ROUNDS, ROUNDS};
 use crate::bench::{Budget, Options, plan};
 use crate::exit::Exit;
 use crate::platform;
 use crate::vfs::counting::default_vfs_name;
 
 pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
-    if args.rounds == 0 {
+    let rounds = args.rounds.unwrap_or(if args.quick { QUICK_ROUNDS } else { ROUNDS });
+    if rounds == 0 {
         bail!("--rounds must be at least 1");
     }
     let configs = plan::select(&args.only).map_err(anyhow::Error::msg)?;
@@ -42,11 +44,16 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
             dir.display()
         );
     }
-    let budget = if args.quick { Budget::QUICK } else { Budget::FULL };
+    let mut budget = if args.quick { Budget::QUICK } else { Budget::FULL };
+    match args.sample_ms {
+        Some(0) => bail!("--sample-ms must be at least 1"),
+        Some(millis) => budget.sample = std::time::Duration::from_millis(millis),
+        None => {}
+    }
     let options = Options {
         dir: dir.clone(),
         configs,
-        rounds: args.rounds,
+        rounds,
         budget,
     };
     let human = args.format == Format::Human;

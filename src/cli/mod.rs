@@ -113,9 +113,13 @@ pub struct BenchArgs {
     /// A short run (seconds): checks that every path works; the numbers are rough.
     #[arg(long)]
     pub quick: bool,
-    /// Rounds: every configuration runs once per round, interleaved; medians over rounds.
-    #[arg(long, default_value_t = crate::bench::run::ROUNDS)]
-    pub rounds: u32,
+    /// Rounds: every configuration runs once per round, interleaved; medians
+    /// over rounds (default: 20, or 5 with --quick).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// The timed part of each sample, in milliseconds (default: 250, or 20 with --quick).
+    #[arg(long)]
+    pub sample_ms: Option<u64>,
     /// Only configurations whose name contains one of these (comma-separated); the limit always runs.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
