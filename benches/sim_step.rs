@@ -1,6 +1,7 @@
-//! The simulator's own speed: one whole seed of each shipped scenario per
+//! The simulator's own speed: one whole seed of a shipped scenario per
 //! iteration (setup, simulation, snapshot, checks), with the steps it took
-//! as the throughput unit, so criterion reports simulated steps per second.
+//! as the throughput unit, so criterion reports simulated steps per second
+//! (and its time per iteration is the inverse of seeds per second).
 //! Fixed seeds; the machine is noisy, so compare runs side by side.
 
 use crashsim::runner::{Options, default_work_dir, run_seed};
@@ -15,7 +16,7 @@ fn seeds(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("seed");
     group.sample_size(10);
-    for name in ["smoke", "contention"] {
+    for name in ["smoke", "contention", "group_commit"] {
         let loaded = scenario::load(format!("scenarios/{name}.toml").as_ref()).expect("scenario loads");
         let steps = run_seed(&loaded, 1, &options).expect("seed runs").steps;
         group.throughput(Throughput::Elements(steps));

@@ -6,7 +6,8 @@
 //! - `scenario`  scenario files (TOML) → validated `Scenario`; errors name file, line, key.
 //! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
 //! - `actors`    writers, workers and receivers: step machines over their own connections.
-//! - `store`     the code under test: traits and the reference rusqlite implementation; unaware of the sim.
+//! - `store`     the code under test: traits, the reference and group-commit implementations; unaware of the sim.
+//! - `vfs`       SQLite VFS shims registered through `rusqlite::ffi`: a counting VFS (syncs per commit).
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
@@ -17,10 +18,12 @@
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
 //! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
 //! - `report`    files under `reports/`: JSON, JUnit, Markdown, failing seeds' traces and HTML pages, written atomically.
-//! - `cli`       the command line (clap): run, replay, shrink, mutants, list.
+//! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
+//! - `cli`       the command line (clap): run, replay, shrink, mutants, bench, list.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
+pub mod bench;
 pub mod capsule;
 pub mod check;
 pub mod cli;
@@ -38,4 +41,5 @@ pub mod shrink;
 pub mod sim;
 pub mod store;
 pub mod trace;
+pub mod vfs;
 pub mod workflow;

@@ -20,6 +20,22 @@ fn same_seed_gives_the_same_trace_in_two_directories() {
 }
 
 #[test]
+fn the_group_commit_store_is_as_deterministic() {
+    let loaded = load("scenarios/group_commit.toml");
+    let (a, b) = (work_dir(), tempfile::tempdir().unwrap());
+    let first = run(&loaded, 11, a.path());
+    let second = run(&loaded, 11, b.path());
+    assert_eq!(first.events, second.events, "traces differ line by line");
+    assert!(first.ok, "{:#?}", first.violations);
+    let events = first.events.unwrap();
+    let queued = events
+        .iter()
+        .filter(|event| matches!(&event.op, crashsim::trace::Op::Queued { .. }))
+        .count();
+    assert!(queued > 0, "commits went through the group committer");
+}
+
+#[test]
 fn different_seeds_give_different_traces() {
     let loaded = load("scenarios/smoke.toml");
     let dir = work_dir();

@@ -1,4 +1,6 @@
-//! Every shipped scenario passes at least 200 seeds against the reference.
+//! Every shipped scenario passes at least 200 seeds against the store it
+//! names (the reference, or `group_commit` in `group_commit.toml`), and the
+//! group-commit store passes the reference's scenarios too.
 
 mod common;
 
@@ -10,17 +12,25 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 5] = ["smoke", "contention", "crash_storm", "swarm", "sync_normal"];
+const SHIPPED: [&str; 6] = ["smoke", "contention", "crash_storm", "swarm", "sync_normal", "group_commit"];
 
 fn passes(name: &str) {
-    let loaded = load(&format!("scenarios/{name}.toml"));
+    passes_with(name, None, SEEDS);
+}
+
+/// Runs `seeds` seeds of a shipped scenario, with its `store` replaced if asked.
+fn passes_with(name: &str, store: Option<&str>, seeds: u64) {
+    let mut loaded = load(&format!("scenarios/{name}.toml"));
+    if let Some(store) = store {
+        loaded.scenario.store = store.to_string();
+    }
     let dir = work_dir();
     let options = Options {
         work_dir: dir.path().to_path_buf(),
         keep_failed: false,
         keep_traces: false,
     };
-    let seeds: Vec<u64> = (0..SEEDS).collect();
+    let seeds: Vec<u64> = (0..seeds).collect();
     let results = run_seeds(&loaded, &seeds, 1, &options, |_| {}).unwrap();
     let failures: Vec<String> = results
         .iter()
@@ -54,6 +64,20 @@ fn crash_storm() {
 #[test]
 fn swarm() {
     passes("swarm");
+}
+
+#[test]
+fn group_commit() {
+    passes("group_commit");
+}
+
+/// The same seeds as the reference's, fewer of them: the store under test
+/// changes, the workload and the faults do not.
+#[test]
+fn group_commit_passes_the_reference_scenarios() {
+    for name in ["smoke", "contention", "crash_storm", "swarm"] {
+        passes_with(name, Some("group_commit"), 25);
+    }
 }
 
 #[test]

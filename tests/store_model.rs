@@ -1,11 +1,13 @@
 //! The reference event store and outbox against an in-memory model, as a
 //! proptest state machine: appends (fresh and stale), loads, heads, pending,
 //! an event's commands, mark_done, and reopening the connection. Every answer
-//! of the real SQLite store must match the model's.
+//! of the real SQLite store must match the model's. The group-commit store
+//! (its single-threaded handle, one-call appends) must match the same model.
 
 use std::collections::BTreeMap;
 
 use crashsim::model::{Command, Head, OutboxRow, command_id};
+use crashsim::store::group_commit::{Committer, GroupCommitStore};
 use crashsim::store::reference::ReferenceStore;
 use crashsim::store::{SqliteSettings, Store, StoreError};
 use proptest::prelude::*;
@@ -157,30 +159,57 @@ impl ReferenceStateMachine for StoreModel {
     }
 }
 
-struct Sut {
+/// How a test opens the store under test (again, for `Reopen`).
+trait Open {
+    fn open(path: &std::path::Path) -> Box<dyn Store>;
+}
+
+struct OpenReference;
+
+impl Open for OpenReference {
+    fn open(path: &std::path::Path) -> Box<dyn Store> {
+        let settings = SqliteSettings::default();
+        ReferenceStore::create_schema(path, &settings).unwrap();
+        Box::new(ReferenceStore::open(path, &settings).unwrap())
+    }
+}
+
+/// A handle and its own committer; reopening replaces both.
+struct OpenGroupCommit;
+
+impl Open for OpenGroupCommit {
+    fn open(path: &std::path::Path) -> Box<dyn Store> {
+        let settings = SqliteSettings::default();
+        ReferenceStore::create_schema(path, &settings).unwrap();
+        let committer = Committer::open(path, &settings).unwrap();
+        Box::new(GroupCommitStore::open(path, &settings, &committer).unwrap())
+    }
+}
+
+struct Sut<O> {
     _dir: tempfile::TempDir,
     path: std::path::PathBuf,
-    store: ReferenceStore,
+    store: Box<dyn Store>,
+    open: std::marker::PhantomData<O>,
 }
 
-fn open(path: &std::path::Path) -> ReferenceStore {
-    let settings = SqliteSettings::default();
-    ReferenceStore::create_schema(path, &settings).unwrap();
-    ReferenceStore::open(path, &settings).unwrap()
-}
-
-impl StateMachineTest for Sut {
-    type SystemUnderTest = Sut;
+impl<O: Open> StateMachineTest for Sut<O> {
+    type SystemUnderTest = Sut<O>;
     type Reference = StoreModel;
 
-    fn init_test(_: &Model) -> Sut {
+    fn init_test(_: &Model) -> Sut<O> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.db");
-        let store = open(&path);
-        Sut { _dir: dir, path, store }
+        let store = O::open(&path);
+        Sut {
+            _dir: dir,
+            path,
+            store,
+            open: std::marker::PhantomData,
+        }
     }
 
-    fn apply(mut sut: Sut, model: &Model, transition: Transition) -> Sut {
+    fn apply(mut sut: Sut<O>, model: &Model, transition: Transition) -> Sut<O> {
         match transition {
             Transition::Append {
                 workflow_id,
@@ -262,7 +291,7 @@ impl StateMachineTest for Sut {
                 assert_eq!(sut.store.commands(&workflow_id, seq).unwrap(), want);
             }
             Transition::Reopen => {
-                sut.store = open(&sut.path);
+                sut.store = O::open(&sut.path);
             }
         }
         sut
@@ -272,5 +301,8 @@ impl StateMachineTest for Sut {
 prop_state_machine! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn reference_store_matches_the_model(sequential 1..40 => Sut);
+    fn reference_store_matches_the_model(sequential 1..40 => Sut<OpenReference>);
+
+    #[test]
+    fn group_commit_store_matches_the_model(sequential 1..40 => Sut<OpenGroupCommit>);
 }

@@ -97,14 +97,21 @@ impl Actor {
 }
 
 /// The one error policy of every actor: `Busy` retries the same step later
-/// (a lock is a scheduling outcome, never a sleep); any other failure is
-/// recorded and crashes the actor, which recovers from the database alone.
+/// (a lock is a scheduling outcome, never a sleep); `Pending` retries it
+/// after one ordinary step, without backoff (a group-commit store queued the
+/// transaction and answers when asked again, see `store::group_commit`);
+/// any other failure is recorded and crashes the actor, which recovers from
+/// the database alone.
 pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Result<T>) -> Result<T, Next> {
     match result {
         Ok(value) => Ok(value),
         Err(store::StoreError::Busy) => {
             ctx.record(crate::trace::Op::Busy { step: step.to_string() });
             Err(Next::Busy)
+        }
+        Err(store::StoreError::Pending) => {
+            ctx.record(crate::trace::Op::Queued { step: step.to_string() });
+            Err(Next::Continue)
         }
         Err(error) => {
             ctx.record(crate::trace::Op::Failed {

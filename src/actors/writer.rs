@@ -7,8 +7,9 @@
 //! 4. decide the next event, then `begin`, `insert_event` at
 //!    `expected_seq = last_seq`, `insert_command` for each command, `commit`.
 //!
-//! A stale writer (`Conflict`) rolls back, reloads and decides again: it
-//! never renumbers its event. Several writers pick the same workflow on
+//! A stale writer (`Conflict`, from `insert_event` or, with a store that
+//! checks heads at commit, from `commit`) rolls back, reloads and decides
+//! again: it never renumbers its event. Several writers pick the same workflow on
 //! purpose: that is where optimistic concurrency is tested.
 
 use std::collections::{BTreeSet, VecDeque};
@@ -324,7 +325,18 @@ impl Writer {
                 if ctx.kill_point(KillPoint::WriterBeforeCommit) {
                     return Err(Next::Killed(KillPoint::WriterBeforeCommit));
                 }
-                retry_or_crash(ctx, "commit", self.store.commit())?;
+                let committed = self.store.commit();
+                // A store that checks heads when the group commits (group
+                // commit) reports a stale append here: handled as above.
+                if let Err(StoreError::Conflict { .. }) = committed {
+                    ctx.record(Op::Conflict {
+                        workflow_id: append.workflow_id.clone(),
+                        expected_seq: append.expected_seq,
+                    });
+                    append.stage = Stage::Rollback;
+                    return Ok(Some(Next::Continue));
+                }
+                retry_or_crash(ctx, "commit", committed)?;
                 ctx.record(Op::Commit {
                     appended: vec![Appended {
                         workflow_id: append.workflow_id.clone(),

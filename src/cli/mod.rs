@@ -1,8 +1,9 @@
-//! The command line: `run`, `replay`, `list`.
+//! The command line: `run`, `replay`, `list`, `bench`.
 //!
-//! Wall-clock time appears here and only here (seeds per second, progress):
-//! it reports on a run, it never steers one.
+//! Wall-clock time appears here and in `bench` only (seeds per second,
+//! progress, throughput): it reports on a run, it never steers one.
 
+mod bench;
 mod list;
 mod mutants;
 mod output;
@@ -41,6 +42,8 @@ pub enum Command {
     Shrink(ShrinkArgs),
     /// List scenarios, implementations, mutants, kill points and invariants.
     List(ListArgs),
+    /// Measure append throughput and commit latency against the disk's fsync limit.
+    Bench(BenchArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -196,6 +199,35 @@ pub struct ListArgs {
     pub scenarios: PathBuf,
 }
 
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// A directory on the disk to measure (default: the current directory,
+    /// refused if it is on tmpfs). The bench works in a temporary directory inside it.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// A short run (seconds): checks that every path works; the numbers are rough.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds: every configuration runs once per round, interleaved; medians
+    /// over rounds (default: 20, or 5 with --quick).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// The timed part of each sample, in milliseconds (default: 250, or 20 with --quick).
+    #[arg(long)]
+    pub sample_ms: Option<u64>,
+    /// Only configurations whose name contains one of these (comma-separated); the limit always runs.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Where reports go: the bench's land in DIR/bench/.
+    #[arg(long, default_value = "reports")]
+    pub report: PathBuf,
+    /// Write no report files.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
 fn parse_seed_arg(text: &str) -> Result<u64, String> {
     crate::seed::parse_seed(text)
 }
@@ -208,6 +240,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Shrink(args) => shrink::shrink(&args),
         Command::Mutants(args) => mutants::mutants(&args),
         Command::List(args) => list::list(&args),
+        Command::Bench(args) => bench::bench(&args),
     };
     match result {
         Ok(exit) => exit,

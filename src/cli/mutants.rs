@@ -17,26 +17,26 @@ use crate::runner::{self, Options};
 use crate::scenario::{self, Loaded};
 
 pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
-    let paths = if args.scenario.is_empty() {
+    let explicit = !args.scenario.is_empty();
+    let paths = if explicit {
+        args.scenario.clone()
+    } else {
         // The shipped scenarios: every `*.toml` directly in `scenarios/`.
         scenario::files_in(std::path::Path::new("scenarios")).context("scenarios: cannot list scenarios")?
-    } else {
-        args.scenario.clone()
     };
-    let scenarios: Vec<Loaded> = paths
-        .iter()
-        .map(|path| scenario::load(path))
-        .collect::<Result<_, _>>()?;
-    // A mutant scenario would make "the reference" not the reference.
-    for loaded in &scenarios {
-        if loaded.scenario.store != "reference" {
-            bail!(
-                "{}: `store = {:?}`: the detection table runs the mutants against reference scenarios",
-                loaded.path.display(),
-                loaded.scenario.store
-            );
-        }
+    let mut scenarios: Vec<Loaded> = paths.iter().map(|path| scenario::load(path)).collect::<Result<_, _>>()?;
+    // The mutants replace the reference, so the table needs reference scenarios;
+    // shipped scenarios of another implementation are skipped, named ones refused.
+    if let Some(other) = scenarios.iter().find(|loaded| loaded.scenario.store != "reference")
+        && explicit
+    {
+        bail!(
+            "{}: `store = {:?}`: the detection table runs the mutants against reference scenarios",
+            other.path.display(),
+            other.scenario.store
+        );
     }
+    scenarios.retain(|loaded| loaded.scenario.store == "reference");
     let selected: Vec<&'static Mutant> = if args.mutant.is_empty() {
         mutants::MUTANTS.iter().collect()
     } else {

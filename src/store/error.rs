@@ -11,6 +11,12 @@ pub enum StoreError {
     /// Retry the same step later; nothing changed.
     #[error("database is busy")]
     Busy,
+    /// The operation was accepted and waits for others to share its work:
+    /// a group-commit store's `commit` queued the transaction for the next
+    /// group. Ask again soon (no backoff: nothing is contended); the answer
+    /// then is the transaction's real outcome.
+    #[error("queued for a group commit: ask again")]
+    Pending,
     /// Bad input to the operation (for example an unknown command kind).
     #[error("{0}")]
     Invalid(String),
@@ -25,6 +31,32 @@ impl From<rusqlite::Error> for StoreError {
             StoreError::Busy
         } else {
             StoreError::Sqlite(error)
+        }
+    }
+}
+
+impl StoreError {
+    /// An equal error, for answering every member of a group that failed as
+    /// one (`rusqlite::Error` cannot be cloned; its code and message can).
+    pub fn duplicate(&self) -> StoreError {
+        match self {
+            StoreError::Conflict {
+                workflow_id,
+                expected_seq,
+            } => StoreError::Conflict {
+                workflow_id: workflow_id.clone(),
+                expected_seq: *expected_seq,
+            },
+            StoreError::Busy => StoreError::Busy,
+            StoreError::Pending => StoreError::Pending,
+            StoreError::Invalid(message) => StoreError::Invalid(message.clone()),
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, message)) => {
+                StoreError::Sqlite(rusqlite::Error::SqliteFailure(*code, message.clone()))
+            }
+            StoreError::Sqlite(other) => StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some(other.to_string()),
+            )),
         }
     }
 }

@@ -13,11 +13,12 @@
 //! - `Receiver`: one connection to an idempotent receiver's database.
 //! - `System`: opens those connections for one run (one set of files).
 //! - `Implementation`: a named way of building a `System`, plus the `Engine`
-//!   (the application-side choices: keys, when to mark done, replay); the
-//!   reference is one, the mutants and the group committer are others.
+//!   (the application-side choices: keys, when to mark done, replay): the
+//!   reference, the group-commit store, and the mutants (`crate::mutants`).
 //!
 //! Modules: `connection` (open + PRAGMAs), `error`, `events` and `outbox`
 //! (the reference's SQL), `reference` (the reference `Store` and `System`),
+//! `group_commit` (appends of many writers in one transaction),
 //! `receiver` (the reference `Receiver`), `service` (what the receiver's
 //! business effect computes), `registry` (implementations by name).
 
@@ -25,6 +26,7 @@ pub mod connection;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod group_commit;
 pub mod outbox;
 pub mod receiver;
 pub mod reference;
@@ -66,7 +68,9 @@ pub trait Store {
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64>;
     /// Enqueues the `index`-th command of event `event_seq`; returns its id.
     fn insert_command(&mut self, workflow_id: &str, event_seq: u64, index: usize, command: &Command) -> Result<String>;
-    /// Commits the open transaction.
+    /// Commits the open transaction. A store that checks heads at commit
+    /// (group commit) answers `Conflict` here for a stale append, and may
+    /// answer `Pending`: the transaction is queued, ask again.
     fn commit(&mut self) -> Result<()>;
     /// Rolls the open transaction back; a no-op without one.
     fn rollback(&mut self) -> Result<()>;

@@ -20,14 +20,19 @@ impl ReferenceStore {
         Ok(ReferenceStore::from_connection(connection::open(path, settings)?))
     }
 
-    /// Wraps a connection opened elsewhere (it must already be configured).
+    /// A store over a connection opened by `connection::open` or `open_via`
+    /// (which applied the settings), or elsewhere (a mutant's).
     pub fn from_connection(conn: Connection) -> ReferenceStore {
         ReferenceStore { conn }
     }
 
     /// Creates the event store and outbox tables if they do not exist.
     pub fn create_schema(path: &Path, settings: &SqliteSettings) -> Result<()> {
-        let conn = connection::open(path, settings)?;
+        Self::create_schema_in(&connection::open(path, settings)?)
+    }
+
+    /// `create_schema` on an open connection.
+    pub fn create_schema_in(conn: &Connection) -> Result<()> {
         conn.execute_batch(include_str!("schema.sql"))?;
         Ok(())
     }

@@ -2,11 +2,12 @@
 //! and the CLI's `list` command refer to.
 
 use super::Implementation;
+use super::group_commit::GroupCommit;
 use super::reference::Reference;
 
 /// Every implementation crashsim knows, the reference first.
 pub fn all() -> Vec<&'static dyn Implementation> {
-    vec![&Reference]
+    vec![&Reference, &GroupCommit]
 }
 
 /// The implementation called `name`.

@@ -187,6 +187,10 @@ pub enum Op {
     Busy {
         step: String,
     },
+    /// The step was queued for a group commit; the actor asks again.
+    Queued {
+        step: String,
+    },
     /// The step failed for another reason.
     Failed {
         step: String,

@@ -114,6 +114,7 @@ pub fn describe(op: &Op) -> String {
         ),
         Op::Nudge { workflow_id, to } => format!("nudge {to} about {workflow_id}"),
         Op::Busy { step } => format!("{step}: busy, retry later"),
+        Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
     }
 }

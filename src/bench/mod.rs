@@ -1,0 +1,35 @@
+//! `crashsim bench`: append throughput under `synchronous=FULL`, measured
+//! next to the disk's own durable-write limit in the same run.
+//!
+//! Every configuration writes to its own files in one directory of the disk
+//! under test. The limit is a raw loop (4 KiB overwrite + fsync); the rest
+//! run crashsim's own store code, through a VFS that counts every sync, so
+//! fsyncs per commit are counted, not assumed. Configurations run
+//! interleaved, round by round, so slow drift and a neighbour's noise hit
+//! all of them alike; each is reported as the median and range of its
+//! per-round rates and the percentiles of all its commit latencies.
+//!
+//! - `plan`: the configurations, by name.
+//! - `measure`: the wall clock, samples, medians and percentiles.
+//! - `raw`: the limit (overwrite + fsync, append + fdatasync).
+//! - `sqlite`: one connection: append per `synchronous`, outbox, batches,
+//!   a connection per append.
+//! - `threads`: many threads: one connection each, or one group committer.
+//! - `run`: rounds × configurations; `report`: JSON, tables, files;
+//!   `chart`: the SVG.
+//!
+//! Wall-clock time is fine here: the bench reports, it never steers a
+//! simulation. Timings are never asserted in tests.
+
+pub mod chart;
+pub mod measure;
+pub mod plan;
+pub mod raw;
+pub mod report;
+pub mod run;
+pub mod sqlite;
+pub mod threads;
+
+pub use measure::Budget;
+pub use report::BenchRecord;
+pub use run::{BenchError, Options, run};

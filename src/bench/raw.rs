@@ -1,0 +1,95 @@
+//! The limit: durable-write loops with no database, on the same directory.
+//!
+//! - overwrite + `fsync`: blocks of a preallocated, already synced region,
+//!   in turn. A WAL after its first checkpoint is rewritten in place like
+//!   this, so it bounds what one connection committing one transaction at a
+//!   time can reach under `synchronous=FULL`.
+//! - append + `fdatasync`: a file that grows with every write, so each sync
+//!   also carries the new size (a metadata update).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::measure::{Budget, Sample, timed_loop};
+
+/// Blocks in the overwritten region (1 MiB of 4 KiB blocks).
+const REGION_BLOCKS: u64 = 256;
+
+/// A block of non-zero bytes: what is written does not matter, that it
+/// reaches the disk does.
+fn block(bytes: usize) -> Vec<u8> {
+    (0..bytes).map(|index| (index % 251) as u8 + 1).collect()
+}
+
+/// `bytes` over a preallocated region of `dir/overwrite.dat`, then `fsync`.
+pub fn overwrite_fsync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<Sample> {
+    let path = dir.join("overwrite.dat");
+    let region_bytes = REGION_BLOCKS * bytes as u64;
+    if std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) < region_bytes {
+        let file = File::create(&path)?;
+        file.write_all_at(&vec![0xa5; region_bytes as usize], 0)?;
+        file.sync_all()?;
+    }
+    let file = OpenOptions::new().write(true).open(&path)?;
+    let data = block(bytes);
+    let mut next = 0u64;
+    let mut write = || -> io::Result<u64> {
+        file.write_all_at(&data, (next % REGION_BLOCKS) * bytes as u64)?;
+        file.sync_all()?;
+        next += 1;
+        Ok(1)
+    };
+    for _ in 0..budget.warmup_ops {
+        write()?;
+    }
+    let mut sample = timed_loop(budget.sample, write)?;
+    sample.fsyncs = sample.commits;
+    Ok(sample)
+}
+
+/// `bytes` appended to a fresh `dir/append.dat`, then `fdatasync`.
+pub fn append_fdatasync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<Sample> {
+    let file = File::create(dir.join("append.dat"))?;
+    file.sync_all()?;
+    let data = block(bytes);
+    let mut length = 0u64;
+    let mut write = || -> io::Result<u64> {
+        file.write_all_at(&data, length)?;
+        file.sync_data()?;
+        length += bytes as u64;
+        Ok(1)
+    };
+    for _ in 0..budget.warmup_ops {
+        write()?;
+    }
+    let mut sample = timed_loop(budget.sample, write)?;
+    sample.fsyncs = sample.commits;
+    Ok(sample)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn both_loops_write_what_they_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = Budget {
+            sample: Duration::from_millis(5),
+            warmup_ops: 2,
+        };
+        let sample = overwrite_fsync(dir.path(), 4096, budget).unwrap();
+        assert!(sample.commits >= 1 && sample.fsyncs == sample.commits);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("overwrite.dat")).unwrap().len(),
+            256 * 4096
+        );
+        let sample = append_fdatasync(dir.path(), 200, budget).unwrap();
+        let length = std::fs::metadata(dir.path().join("append.dat")).unwrap().len();
+        assert_eq!(length, (sample.commits + 2) * 200, "warm-up and timed writes appended");
+    }
+}

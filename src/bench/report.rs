@@ -1,0 +1,415 @@
+//! The bench's record and its renderings: the JSON record (also what
+//! `--format json` prints), the terminal table, the Markdown table, and the
+//! files under `reports/bench/`.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::chart;
+use super::plan::LIMIT;
+use super::run::Measured;
+use crate::report::atomic;
+
+/// Where the run happened and with what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    pub git_commit: String,
+    pub sqlite_version: String,
+    /// The filesystem of `dir` (`ext4`, `xfs`, `tmpfs`…).
+    pub filesystem: String,
+    pub dir: String,
+    /// The VFS the counting shim forwards to.
+    pub vfs: String,
+    pub quick: bool,
+    pub rounds: u32,
+    pub sample_ms: u64,
+    pub cores: usize,
+}
+
+/// One configuration's figures: medians over the rounds, with ranges.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    pub name: String,
+    pub description: String,
+    /// Threads appending concurrently.
+    pub writers: usize,
+    pub appends_per_s: f64,
+    pub appends_per_s_min: f64,
+    pub appends_per_s_max: f64,
+    /// SQLite transactions committed per second (groups, for group commit).
+    pub commits_per_s: f64,
+    pub commits_per_s_min: f64,
+    pub commits_per_s_max: f64,
+    /// Appends per SQLite commit: the batch or mean group size.
+    pub appends_per_commit: f64,
+    /// Counted file and directory syncs per SQLite commit.
+    pub fsyncs_per_commit: f64,
+    /// Commit latency per acknowledged transaction, from its caller's side.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// `appends_per_s` ÷ the limit's (`raw_overwrite_fsync_4k`) in this run.
+    pub ratio_to_limit: f64,
+    pub commits: u64,
+    /// Transactions that failed (busy timeouts); excluded from the rates.
+    pub errors: u64,
+}
+
+/// A goal of issue 4, judged from this run's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub name: String,
+    pub goal: String,
+    pub value: f64,
+    pub met: bool,
+}
+
+/// Everything one `crashsim bench` measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    #[serde(flatten)]
+    pub context: Context,
+    pub configs: Vec<ConfigRecord>,
+    pub targets: Vec<Target>,
+}
+
+impl BenchRecord {
+    pub fn new(context: Context, measured: &[Measured]) -> BenchRecord {
+        let limit = measured
+            .iter()
+            .find(|m| m.config.name == LIMIT)
+            .map(|m| m.summary.appends_per_s.median)
+            .unwrap_or(0.0);
+        let configs: Vec<ConfigRecord> = measured
+            .iter()
+            .map(|m| {
+                let s = &m.summary;
+                ConfigRecord {
+                    name: m.config.name.clone(),
+                    description: m.config.description.clone(),
+                    writers: m.config.kind.writers(),
+                    appends_per_s: s.appends_per_s.median,
+                    appends_per_s_min: s.appends_per_s.min,
+                    appends_per_s_max: s.appends_per_s.max,
+                    commits_per_s: s.commits_per_s.median,
+                    commits_per_s_min: s.commits_per_s.min,
+                    commits_per_s_max: s.commits_per_s.max,
+                    appends_per_commit: s.appends_per_commit(),
+                    fsyncs_per_commit: s.fsyncs_per_commit(),
+                    p50_us: s.p50_us,
+                    p99_us: s.p99_us,
+                    max_us: s.max_us,
+                    ratio_to_limit: if limit > 0.0 {
+                        s.appends_per_s.median / limit
+                    } else {
+                        0.0
+                    },
+                    commits: s.commits,
+                    errors: s.errors,
+                }
+            })
+            .collect();
+        let targets = targets(&configs);
+        BenchRecord {
+            context,
+            configs,
+            targets,
+        }
+    }
+
+    pub fn config(&self, name: &str) -> Option<&ConfigRecord> {
+        self.configs.iter().find(|config| config.name == name)
+    }
+}
+
+/// The targets whose configurations were measured.
+fn targets(configs: &[ConfigRecord]) -> Vec<Target> {
+    let find = |name: &str| configs.iter().find(|config| config.name == name);
+    let ratio = |a: &str, b: &str| match (find(a), find(b)) {
+        (Some(a), Some(b)) if b.appends_per_s > 0.0 => Some(a.appends_per_s / b.appends_per_s),
+        _ => None,
+    };
+    let mut targets = Vec::new();
+    let mut at_least = |name: &str, goal: &str, value: Option<f64>, threshold: f64| {
+        if let Some(value) = value {
+            targets.push(Target {
+                name: name.to_string(),
+                goal: goal.to_string(),
+                value,
+                met: value >= threshold,
+            });
+        }
+    };
+    at_least(
+        "append_full_vs_limit",
+        "append_full ÷ raw_overwrite_fsync_4k ≥ 0.9",
+        ratio("append_full", LIMIT),
+        0.9,
+    );
+    at_least(
+        "append_full_vs_conn_per_append",
+        "append_full ÷ conn_per_append_full ≥ 8",
+        ratio("append_full", "conn_per_append_full"),
+        8.0,
+    );
+    at_least(
+        "group_commit16_vs_append_full",
+        "group_commit16_full ÷ append_full ≥ 10",
+        ratio("group_commit16_full", "append_full"),
+        10.0,
+    );
+    if let Some(group) = find("group_commit16_full") {
+        targets.push(Target {
+            name: "group_commit16_p99".to_string(),
+            goal: "group_commit16_full p99 ≤ 5000 µs".to_string(),
+            value: group.p99_us,
+            met: group.p99_us <= 5000.0,
+        });
+    }
+    targets
+}
+
+/// 123456.7 → "123.5k"; 1234.5 → "1.23k"; 12.34 → "12.3".
+pub fn short(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{:.2}M", value / 1e6)
+    } else if value >= 1e5 {
+        format!("{:.0}k", value / 1e3)
+    } else if value >= 1e4 {
+        format!("{:.1}k", value / 1e3)
+    } else if value >= 1e3 {
+        format!("{:.2}k", value / 1e3)
+    } else if value >= 100.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+const HEADERS: [&str; 9] = [
+    "configuration",
+    "appends/s",
+    "min–max",
+    "commits/s",
+    "fsyncs/commit",
+    "p50 µs",
+    "p99 µs",
+    "max µs",
+    "× limit",
+];
+
+fn row(config: &ConfigRecord) -> [String; 9] {
+    [
+        config.name.clone(),
+        short(config.appends_per_s),
+        format!(
+            "{}–{}",
+            short(config.appends_per_s_min),
+            short(config.appends_per_s_max)
+        ),
+        short(config.commits_per_s),
+        format!("{:.3}", config.fsyncs_per_commit),
+        short(config.p50_us),
+        short(config.p99_us),
+        short(config.max_us),
+        format!("{:.2}", config.ratio_to_limit),
+    ]
+}
+
+fn target_lines(record: &BenchRecord) -> String {
+    let mut text = String::new();
+    for target in &record.targets {
+        let value = if target.name.ends_with("p99") {
+            format!("{:.0} µs", target.value)
+        } else {
+            format!("{:.2}", target.value)
+        };
+        let verdict = if target.met { "met" } else { "MISSED" };
+        let _ = writeln!(text, "{verdict:<6} {}: {value}", target.goal);
+    }
+    text
+}
+
+fn context_line(record: &BenchRecord) -> String {
+    let c = &record.context;
+    format!(
+        "crashsim {} · SQLite {} · {} on {} (VFS {}) · {} round(s) of {} ms{} · {} core(s)",
+        c.git_commit.get(..12).unwrap_or(&c.git_commit),
+        c.sqlite_version,
+        c.dir,
+        c.filesystem,
+        c.vfs,
+        c.rounds,
+        c.sample_ms,
+        if c.quick { " (quick)" } else { "" },
+        c.cores
+    )
+}
+
+/// The terminal table, the context line and the targets.
+pub fn table(record: &BenchRecord) -> String {
+    let rows: Vec<[String; 9]> = record.configs.iter().map(row).collect();
+    let mut widths = HEADERS.map(|header| header.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut text = String::new();
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            let pad = width - cell.chars().count();
+            if index == 0 {
+                let _ = write!(text, "{cell}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(text, "  {}{cell}", " ".repeat(pad));
+            }
+        }
+        text.trim_end().to_string()
+    };
+    let mut text = format!("{}\n", context_line(record));
+    let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+    let _ = writeln!(text, "{}", line(&headers));
+    for row in &rows {
+        let _ = writeln!(text, "{}", line(row));
+    }
+    let errors: u64 = record.configs.iter().map(|config| config.errors).sum();
+    if errors > 0 {
+        let _ = writeln!(
+            text,
+            "note: {errors} transaction(s) failed with a busy timeout (see `errors`)"
+        );
+    }
+    text.push_str(&target_lines(record));
+    text
+}
+
+/// The Markdown report.
+pub fn markdown(record: &BenchRecord) -> String {
+    let mut text = format!("# crashsim bench\n\n{}\n\n", context_line(record));
+    let _ = writeln!(text, "| {} |", HEADERS.join(" | "));
+    let _ = writeln!(text, "|{}", "---|".repeat(HEADERS.len()));
+    for config in &record.configs {
+        let mut cells = row(config);
+        cells[0] = format!("`{}`", cells[0]);
+        let _ = writeln!(text, "| {} |", cells.join(" | "));
+    }
+    text.push_str("\nMedians over the rounds, min–max of the per-round rates; latencies pooled over every round. ");
+    text.push_str("fsyncs are counted by the VFS (file and directory syncs); × limit is appends/s ÷ `raw_overwrite_fsync_4k`'s.\n\n");
+    text.push_str("## Targets\n\n");
+    for line in target_lines(record).lines() {
+        let _ = writeln!(text, "- {line}");
+    }
+    text.push_str("\n![throughput and p99 by configuration](bench.svg)\n");
+    text
+}
+
+/// Writes `bench.json`, `bench.md` and `bench.svg` under `root/bench/`,
+/// each atomically; returns the folder.
+pub fn write(root: &Path, record: &BenchRecord) -> std::io::Result<PathBuf> {
+    let dir = root.join("bench");
+    let mut json = serde_json::to_string_pretty(record).expect("records serialise");
+    json.push('\n');
+    atomic::write(&dir.join("bench.json"), json.as_bytes())?;
+    atomic::write(&dir.join("bench.md"), markdown(record).as_bytes())?;
+    atomic::write(&dir.join("bench.svg"), chart::svg(record).as_bytes())?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bench::measure::{Spread, Summary};
+    use crate::bench::plan;
+
+    pub(crate) fn record() -> BenchRecord {
+        let spread = |median: f64| Spread {
+            median,
+            min: median * 0.9,
+            max: median * 1.1,
+        };
+        let measured: Vec<Measured> = plan::all()
+            .into_iter()
+            .enumerate()
+            .map(|(index, config)| {
+                let rate = 1000.0 * (index + 1) as f64;
+                Measured {
+                    config,
+                    summary: Summary {
+                        rounds: 5,
+                        appends_per_s: spread(rate),
+                        commits_per_s: spread(rate / 2.0),
+                        appends: 2 * 5 * index as u64 + 2,
+                        commits: 5 * index as u64 + 1,
+                        fsyncs: 5 * index as u64 + 1,
+                        errors: 0,
+                        p50_us: 100.0,
+                        p99_us: 200.0 + index as f64,
+                        max_us: 5000.0,
+                    },
+                }
+            })
+            .collect();
+        let context = Context {
+            git_commit: "0123456789abcdef0123456789abcdef01234567".to_string(),
+            sqlite_version: "3.0.0".to_string(),
+            filesystem: "ext4".to_string(),
+            dir: "/data".to_string(),
+            vfs: "unix".to_string(),
+            quick: false,
+            rounds: 5,
+            sample_ms: Duration::from_secs(1).as_millis() as u64,
+            cores: 2,
+        };
+        BenchRecord::new(context, &measured)
+    }
+
+    #[test]
+    fn ratios_are_to_the_limit_and_targets_compare_medians() {
+        let record = record();
+        assert_eq!(record.config(LIMIT).unwrap().ratio_to_limit, 1.0);
+        assert_eq!(record.config("raw_append_fdatasync_4k").unwrap().ratio_to_limit, 2.0);
+        let append = record.config("append_full").unwrap().appends_per_s;
+        let target = record
+            .targets
+            .iter()
+            .find(|t| t.name == "append_full_vs_limit")
+            .unwrap();
+        assert_eq!(target.value, append / 1000.0);
+        assert!(target.met);
+        assert_eq!(record.targets.len(), 4);
+        let p99 = record.targets.iter().find(|t| t.name == "group_commit16_p99").unwrap();
+        assert!(p99.met);
+    }
+
+    #[test]
+    fn the_json_record_round_trips_with_the_documented_keys() {
+        let record = record();
+        let json = serde_json::to_value(&record).unwrap();
+        for key in ["git_commit", "sqlite_version", "filesystem", "configs", "targets"] {
+            assert!(json.get(key).is_some(), "{key} missing");
+        }
+        let back: BenchRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record);
+    }
+
+    #[test]
+    fn the_table_and_markdown_name_every_configuration() {
+        let record = record();
+        let table = table(&record);
+        let markdown = markdown(&record);
+        for config in &record.configs {
+            assert!(table.contains(&config.name), "{}", config.name);
+            assert!(markdown.contains(&format!("`{}`", config.name)), "{}", config.name);
+        }
+        assert!(table.contains("ext4") && table.contains("0123456789ab"));
+        assert_eq!(short(123_456.0), "123k");
+        assert_eq!(short(12_345.0), "12.3k");
+        assert_eq!(short(1_234.0), "1.23k");
+        assert_eq!(short(12.34), "12.3");
+    }
+}

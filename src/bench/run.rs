@@ -1,0 +1,145 @@
+//! Runs the configurations interleaved round by round (A B C … A B C …), so
+//! that every configuration sees the same noise, and summarises each.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::measure::{Budget, Sample, Summary};
+use super::plan::{Config, Kind};
+use super::{raw, sqlite, threads};
+use crate::store::StoreError;
+use crate::vfs::{CountingVfs, VfsError};
+
+/// What to measure, where, for how long.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A directory on the disk to measure; the bench works in a temporary
+    /// directory inside it and removes it afterwards.
+    pub dir: PathBuf,
+    pub configs: Vec<Config>,
+    pub rounds: u32,
+    pub budget: Budget,
+}
+
+/// The default rounds of a full run. Many short samples rather than a few
+/// long ones: a shared or rate-limited disk changes speed from one second
+/// to the next (a cloud disk's IOPS budget runs out and refills), and each
+/// configuration's median should sample as many of those states as the
+/// limit's does, so that their ratio compares like with like.
+pub const ROUNDS: u32 = 20;
+
+/// The rounds of `--quick`: still enough for a median and a range.
+pub const QUICK_ROUNDS: u32 = 5;
+
+impl Budget {
+    /// A full run: 250 ms per sample, about two minutes in all.
+    pub const FULL: Budget = Budget {
+        sample: Duration::from_millis(250),
+        warmup_ops: 20,
+    };
+    /// `--quick`: seconds in all; checks that everything runs, numbers are rough.
+    pub const QUICK: Budget = Budget {
+        sample: Duration::from_millis(20),
+        warmup_ops: 3,
+    };
+}
+
+/// A bench that could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("creating a work directory under {dir}: {source}")]
+    WorkDir { dir: PathBuf, source: std::io::Error },
+    #[error("registering the counting VFS: {0}")]
+    Vfs(#[from] VfsError),
+    #[error("{config}: {source}")]
+    Io { config: String, source: std::io::Error },
+    #[error("{config}: {source}")]
+    Store { config: String, source: StoreError },
+}
+
+/// One configuration's result.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub config: Config,
+    pub summary: Summary,
+}
+
+/// Runs every round; `progress` hears of each sample before it starts.
+pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<Vec<Measured>, BenchError> {
+    let work = tempfile::Builder::new()
+        .prefix("crashsim-bench-")
+        .tempdir_in(&options.dir)
+        .map_err(|source| BenchError::WorkDir {
+            dir: options.dir.clone(),
+            source,
+        })?;
+    let vfs = CountingVfs::register(&vfs_name())?;
+    // Each configuration's directory, and the connection that keeps its WAL
+    // in steady state until the bench ends (`sqlite::steady_state`).
+    let mut fixtures = Vec::new();
+    for config in &options.configs {
+        let dir = work.path().join(&config.name);
+        std::fs::create_dir_all(&dir).map_err(|source| BenchError::Io {
+            config: config.name.clone(),
+            source,
+        })?;
+        let keeper = match config.kind {
+            Kind::RawOverwriteFsync { .. } | Kind::RawAppendFdatasync { .. } | Kind::ConnPerAppend => None,
+            _ => Some(sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
+                config: config.name.clone(),
+                source,
+            })?),
+        };
+        fixtures.push((dir, keeper));
+    }
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); options.configs.len()];
+    for round in 0..options.rounds {
+        for ((config, (dir, _keeper)), samples) in options.configs.iter().zip(&fixtures).zip(&mut samples) {
+            progress(round, config);
+            samples.push(sample(config, dir, &vfs, options.budget)?);
+        }
+    }
+    drop(fixtures);
+    Ok(options
+        .configs
+        .iter()
+        .zip(samples)
+        .map(|(config, samples)| Measured {
+            config: config.clone(),
+            summary: Summary::of(&samples),
+        })
+        .collect())
+}
+
+/// A name no other bench in this process has taken (VFS names are global).
+fn vfs_name() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "crashsim-bench-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Budget) -> Result<Sample, BenchError> {
+    let io = |source| BenchError::Io {
+        config: config.name.clone(),
+        source,
+    };
+    let store = |source| BenchError::Store {
+        config: config.name.clone(),
+        source,
+    };
+    match config.kind {
+        Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget).map_err(io),
+        Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
+        Kind::Append { synchronous, commands } => {
+            sqlite::append(dir, vfs, budget, synchronous, commands).map_err(store)
+        }
+        Kind::Batch { appends } => sqlite::batch(dir, vfs, budget, appends).map_err(store),
+        Kind::ConnPerAppend => sqlite::conn_per_append(dir, vfs, budget).map_err(store),
+        Kind::Writers { threads } => threads::writers(dir, vfs, budget, threads).map_err(store),
+        Kind::GroupCommit { writers } => threads::group_commit(dir, vfs, budget, writers).map_err(store),
+    }
+}

@@ -1,0 +1,127 @@
+//! `crashsim bench`: throughput and commit latency of the append paths next
+//! to the disk's own limit, a table on the terminal, files under
+//! `reports/bench/`.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context as _, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{BenchArgs, Format};
+use crate::bench::report::{self, BenchRecord, Context};
+use crate::bench::run::{QUICK_ROUNDS, ROUNDS};
+use crate::bench::{Budget, Options, plan};
+use crate::exit::Exit;
+use crate::platform;
+use crate::vfs::counting::default_vfs_name;
+
+pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
+    let rounds = args.rounds.unwrap_or(if args.quick { QUICK_ROUNDS } else { ROUNDS });
+    if rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    let configs = plan::select(&args.only).map_err(anyhow::Error::msg)?;
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    if !dir.is_dir() {
+        bail!("--dir {}: not a directory", dir.display());
+    }
+    let dir = dir.canonicalize().unwrap_or(dir);
+    let filesystem = platform::filesystem_of(&dir);
+    let in_memory = matches!(filesystem.as_str(), "tmpfs" | "ramfs");
+    if in_memory && args.dir.is_none() {
+        bail!(
+            "the current directory {} is on {filesystem}, where fsync costs nothing: \
+             run from a directory on the disk to measure, or name one with --dir",
+            dir.display()
+        );
+    }
+    if in_memory {
+        eprintln!(
+            "warning: {} is on {filesystem}: fsync costs nothing there, so these numbers say nothing about a disk",
+            dir.display()
+        );
+    }
+    let mut budget = if args.quick { Budget::QUICK } else { Budget::FULL };
+    match args.sample_ms {
+        Some(0) => bail!("--sample-ms must be at least 1"),
+        Some(millis) => budget.sample = std::time::Duration::from_millis(millis),
+        None => {}
+    }
+    let options = Options {
+        dir: dir.clone(),
+        configs,
+        rounds,
+        budget,
+    };
+    let human = args.format == Format::Human;
+    if human {
+        let seconds = options.configs.len() as f64 * f64::from(options.rounds) * budget.sample.as_secs_f64();
+        println!(
+            "bench: {} configurations × {} rounds of {} ms (≥ {:.0} s) in {} ({filesystem})",
+            options.configs.len(),
+            options.rounds,
+            budget.sample.as_millis(),
+            seconds,
+            dir.display()
+        );
+    }
+
+    let bar = progress_bar(human, options.configs.len() as u64 * u64::from(options.rounds));
+    let measured = crate::bench::run(&options, |round, config| {
+        bar.set_message(format!("round {}/{}: {}", round + 1, options.rounds, config.name));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+
+    let record = BenchRecord::new(
+        Context {
+            git_commit: platform::git_commit().to_string(),
+            sqlite_version: platform::sqlite_version().to_string(),
+            filesystem,
+            dir: dir.display().to_string(),
+            vfs: default_vfs_name(),
+            quick: args.quick,
+            rounds: options.rounds,
+            sample_ms: u64::try_from(budget.sample.as_millis()).unwrap_or(u64::MAX),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+        },
+        &measured,
+    );
+    let written = if args.no_report {
+        None
+    } else {
+        Some(
+            report::write(&args.report, &record)
+                .with_context(|| format!("writing the bench report under {}", args.report.display()))?,
+        )
+    };
+    if human {
+        print!("{}", report::table(&record));
+        if let Some(dir) = written {
+            println!(
+                "note: report written to {}/ (bench.json, bench.md, bench.svg)",
+                dir.display()
+            );
+        }
+    } else {
+        println!("{}", serde_json::to_string(&record).expect("records serialise"));
+    }
+    Ok(Exit::Pass)
+}
+
+/// A progress bar on a terminal; hidden in CI, in JSON mode, or when stderr is not a TTY.
+fn progress_bar(human: bool, len: u64) -> ProgressBar {
+    let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} samples, eta {eta} {msg}")
+        .expect("valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}
