@@ -82,7 +82,8 @@ pub struct Timing {
     /// Each actor step takes 1..=this many ticks, drawn per step. Default 3.
     pub step_ticks_max: u64,
     /// An idle writer or worker looks for work again after this long (a
-    /// nudge from another actor wakes it sooner). Default 100.
+    /// nudge from another actor wakes it sooner, so this is the fallback for
+    /// lost nudges). Default 250.
     pub poll_ticks: u64,
     /// A message takes 1..=this many ticks to arrive. Default 4.
     pub latency_ticks_max: u64,
@@ -212,7 +213,7 @@ impl Default for Timing {
     fn default() -> Self {
         Timing {
             step_ticks_max: 3,
-            poll_ticks: 100,
+            poll_ticks: 250,
             latency_ticks_max: 4,
             reply_timeout_ticks: 60,
             restart_ticks_min: 20,
