@@ -12,7 +12,14 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 6] = ["smoke", "contention", "crash_storm", "swarm", "sync_normal", "group_commit"];
+const SHIPPED: [&str; 6] = [
+    "smoke",
+    "contention",
+    "crash_storm",
+    "swarm",
+    "sync_normal",
+    "group_commit",
+];
 
 fn passes(name: &str) {
     passes_with(name, None, SEEDS);

@@ -24,7 +24,10 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
         // The shipped scenarios: every `*.toml` directly in `scenarios/`.
         scenario::files_in(std::path::Path::new("scenarios")).context("scenarios: cannot list scenarios")?
     };
-    let mut scenarios: Vec<Loaded> = paths.iter().map(|path| scenario::load(path)).collect::<Result<_, _>>()?;
+    let mut scenarios: Vec<Loaded> = paths
+        .iter()
+        .map(|path| scenario::load(path))
+        .collect::<Result<_, _>>()?;
     // The mutants replace the reference, so the table needs reference scenarios;
     // shipped scenarios of another implementation are skipped, named ones refused.
     if let Some(other) = scenarios.iter().find(|loaded| loaded.scenario.store != "reference")

@@ -6,16 +6,11 @@
 //! checkpoint adds a sync of the WAL and one of the database; opening and
 //! closing a connection per append adds the WAL's creation and deletion.
 //! Counting at the VFS sees exactly the calls SQLite makes, per VFS instance,
-//! from any number of threads.
-//!
-//! How: SQLite allocates `szOsFile` bytes for every open file. This VFS asks
-//! for its own small header (`CountingFile`) plus the inner VFS's size, opens
-//! the inner file in the bytes after the header, and points the header's
-//! `pMethods` at forwarding methods that count and then call the inner
-//! file's methods. Nothing is buffered, reordered or changed.
+//! from any number of threads. The forwarding itself is `vfs::shim`'s; this
+//! file is only the counting hooks.
 //!
 //! What is counted, precisely:
-//! - `syncs`: `xSync` calls on any file (database, WAL, rollback journal).
+//! - `syncs`: successful `xSync` calls on any file (database, WAL, journal).
 //! - `dir_syncs`: fsyncs of the directory. `xDelete` with `syncDir` set asks
 //!   for one after the unlink. And the `unix` VFS fsyncs the directory once
 //!   per handle of a WAL or journal opened with `SQLITE_OPEN_CREATE`, inside
@@ -26,32 +21,14 @@
 //!   `xSync` calls suggest: every new connection opens its WAL anew.
 //! - `writes`, `write_bytes`: `xWrite` calls and the bytes they carried.
 //! - `opens`: files opened successfully.
-//!
-//! Registration is process-wide and permanent: SQLite keeps a pointer to the
-//! VFS for as long as any connection may use it, so a registered VFS is
-//! leaked on purpose (a few hundred bytes) and never unregistered. Register
-//! one per measurement context under a unique name, not one per connection.
 
-use std::cell::UnsafeCell;
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::{mem, ptr};
 
 use rusqlite::ffi;
 
-/// Why a VFS could not be registered.
-#[derive(Debug, thiserror::Error)]
-pub enum VfsError {
-    #[error("VFS name {0:?} contains a NUL byte")]
-    BadName(String),
-    #[error("a VFS called {0:?} is already registered")]
-    NameTaken(String),
-    #[error("SQLite has no default VFS to forward to")]
-    NoDefault,
-    #[error("sqlite3_vfs_register failed with code {0}")]
-    Register(c_int),
-}
+use super::shim::{self, File, Hooks, Registered};
+pub use super::shim::{VfsError, default_vfs_name};
 
 /// What a `CountingVfs` has seen since it was registered. Subtract two
 /// readings to count a window.
@@ -118,33 +95,47 @@ fn bump(counter: &AtomicU64, by: u64) {
     counter.fetch_add(by, Ordering::Relaxed);
 }
 
-/// A registered VFS and everything its callbacks reach through `pAppData`.
-struct Registered {
-    /// The struct SQLite links into its list (it writes `pNext`, hence the cell).
-    vfs: UnsafeCell<ffi::sqlite3_vfs>,
-    name: CString,
-    /// The VFS every call is forwarded to; SQLite's own, never freed.
-    inner: *mut ffi::sqlite3_vfs,
-    /// Whether `inner` is a `unix*` VFS, whose hidden directory syncs we mirror.
+struct CountingHooks {
+    counters: &'static Counters,
+    /// The inner VFS is `unix*`, whose hidden directory syncs are mirrored.
     inner_is_unix: bool,
-    counters: Counters,
 }
 
-// SAFETY: `inner` points at a VFS that SQLite keeps for the life of the
-// process and that is itself safe to call from any thread (SQLite is built
-// thread-safe); `vfs` is only written by SQLite under its own VFS-list mutex;
-// the counters are atomics.
-unsafe impl Send for Registered {}
-unsafe impl Sync for Registered {}
+impl Hooks for CountingHooks {
+    fn opened(&self, _file: &File<'_>) {
+        bump(&self.counters.opens, 1);
+    }
 
-/// Serialises find-then-register, so two threads cannot both take a name.
-static REGISTRY: Mutex<()> = Mutex::new(());
+    fn write(&self, _file: &File<'_>, _offset: i64, data: &[u8]) -> Result<(), c_int> {
+        bump(&self.counters.writes, 1);
+        bump(&self.counters.write_bytes, data.len() as u64);
+        Ok(())
+    }
 
-/// A handle on a registered counting VFS. Copy it freely: the VFS lives for
-/// the rest of the process.
+    fn synced(&self, file: &File<'_>, _flags: c_int) {
+        bump(&self.counters.syncs, 1);
+        // The rule of `unixOpen` for `UNIXFILE_DIRSYNC`: the first sync of a
+        // new WAL or journal handle also syncs its directory.
+        let kind = file.flags & (ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_SUPER_JOURNAL);
+        if self.inner_is_unix && file.syncs == 0 && file.flags & ffi::SQLITE_OPEN_CREATE != 0 && kind != 0 {
+            bump(&self.counters.dir_syncs, 1);
+        }
+    }
+
+    fn delete(&self, _path: &str, sync_dir: bool) -> Result<(), c_int> {
+        if sync_dir {
+            bump(&self.counters.dir_syncs, 1);
+        }
+        Ok(())
+    }
+}
+
+/// A handle on a registered counting VFS. Copy it freely: the VFS (and its
+/// counters, leaked with it) lives for the rest of the process.
 #[derive(Clone, Copy)]
 pub struct CountingVfs {
     registered: &'static Registered,
+    counters: &'static Counters,
 }
 
 impl std::fmt::Debug for CountingVfs {
@@ -161,575 +152,23 @@ impl CountingVfs {
     /// the new default). Connections use it by name:
     /// `store::connection::open_via(path, settings, Some(vfs.name()))`.
     pub fn register(name: &str) -> Result<CountingVfs, VfsError> {
-        let c_name = CString::new(name).map_err(|_| VfsError::BadName(name.to_string()))?;
-        let _guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: plain SQLite API calls; both initialise SQLite if needed.
-        let (taken, inner) = unsafe {
-            (
-                !ffi::sqlite3_vfs_find(c_name.as_ptr()).is_null(),
-                ffi::sqlite3_vfs_find(ptr::null()),
-            )
+        let counters: &'static Counters = Box::leak(Box::default());
+        let hooks = CountingHooks {
+            counters,
+            inner_is_unix: default_vfs_name().starts_with("unix"),
         };
-        if taken {
-            return Err(VfsError::NameTaken(name.to_string()));
-        }
-        if inner.is_null() {
-            return Err(VfsError::NoDefault);
-        }
-        // SAFETY: `inner` is SQLite's default VFS, valid for the process.
-        let (inner_version, inner_size, inner_path_max, inner_name) = unsafe {
-            let name = if (*inner).zName.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr((*inner).zName).to_string_lossy().into_owned()
-            };
-            ((*inner).iVersion, (*inner).szOsFile, (*inner).mxPathname, name)
-        };
-        let registered: &'static Registered = Box::leak(Box::new(Registered {
-            vfs: UnsafeCell::new(vfs_struct(inner_version.clamp(1, 3), inner_size, inner_path_max)),
-            name: c_name,
-            inner,
-            inner_is_unix: inner_name.starts_with("unix"),
-            counters: Counters::default(),
-        }));
-        let vfs = registered.vfs.get();
-        // SAFETY: SQLite has not seen this struct yet, so nothing else reads
-        // it; afterwards it is only touched through SQLite.
-        let rc = unsafe {
-            (*vfs).zName = registered.name.as_ptr();
-            (*vfs).pAppData = registered as *const Registered as *mut c_void;
-            ffi::sqlite3_vfs_register(vfs, 0)
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(VfsError::Register(rc));
-        }
-        Ok(CountingVfs { registered })
+        let registered = shim::register(name, Box::new(hooks))?;
+        Ok(CountingVfs { registered, counters })
     }
 
     /// The name connections open it by.
     pub fn name(&self) -> &'static str {
-        self.registered.name.to_str().expect("registered from a &str")
+        self.registered.name()
     }
 
     /// Everything counted so far.
     pub fn counts(&self) -> Counts {
-        self.registered.counters.read()
-    }
-}
-
-/// The registered struct, without its name and back pointer (set once the
-/// allocation's address is known).
-fn vfs_struct(version: c_int, inner_size: c_int, path_max: c_int) -> ffi::sqlite3_vfs {
-    ffi::sqlite3_vfs {
-        iVersion: version,
-        szOsFile: mem::size_of::<CountingFile>() as c_int + inner_size,
-        mxPathname: path_max,
-        pNext: ptr::null_mut(),
-        zName: ptr::null(),
-        pAppData: ptr::null_mut(),
-        xOpen: Some(x_open),
-        xDelete: Some(x_delete),
-        xAccess: Some(x_access),
-        xFullPathname: Some(x_full_pathname),
-        xDlOpen: Some(x_dl_open),
-        xDlError: Some(x_dl_error),
-        xDlSym: Some(x_dl_sym),
-        xDlClose: Some(x_dl_close),
-        xRandomness: Some(x_randomness),
-        xSleep: Some(x_sleep),
-        xCurrentTime: Some(x_current_time),
-        xGetLastError: Some(x_get_last_error),
-        xCurrentTimeInt64: Some(x_current_time_int64),
-        xSetSystemCall: Some(x_set_system_call),
-        xGetSystemCall: Some(x_get_system_call),
-        xNextSystemCall: Some(x_next_system_call),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Files.
-
-/// The head of every file this VFS opens; the inner VFS's file follows it in
-/// the same allocation. `base` must come first: SQLite sees a `sqlite3_file`.
-#[repr(C)]
-struct CountingFile {
-    base: ffi::sqlite3_file,
-    counters: *const Counters,
-    inner: *mut ffi::sqlite3_file,
-    /// The inner `unix` file will fsync its directory on its first `xSync`.
-    dir_sync_pending: bool,
-}
-
-/// The forwarding methods for each `iVersion` the inner file may have: SQLite
-/// decides what a file supports (shared memory for WAL, memory mapping) from
-/// the version, so ours must not claim more than the inner file has.
-static METHODS_V1: ffi::sqlite3_io_methods = io_methods(1);
-static METHODS_V2: ffi::sqlite3_io_methods = io_methods(2);
-static METHODS_V3: ffi::sqlite3_io_methods = io_methods(3);
-
-const fn io_methods(version: c_int) -> ffi::sqlite3_io_methods {
-    ffi::sqlite3_io_methods {
-        iVersion: version,
-        xClose: Some(x_close),
-        xRead: Some(x_read),
-        xWrite: Some(x_write),
-        xTruncate: Some(x_truncate),
-        xSync: Some(x_sync),
-        xFileSize: Some(x_file_size),
-        xLock: Some(x_lock),
-        xUnlock: Some(x_unlock),
-        xCheckReservedLock: Some(x_check_reserved_lock),
-        xFileControl: Some(x_file_control),
-        xSectorSize: Some(x_sector_size),
-        xDeviceCharacteristics: Some(x_device_characteristics),
-        xShmMap: if version >= 2 { Some(x_shm_map) } else { None },
-        xShmLock: if version >= 2 { Some(x_shm_lock) } else { None },
-        xShmBarrier: if version >= 2 { Some(x_shm_barrier) } else { None },
-        xShmUnmap: if version >= 2 { Some(x_shm_unmap) } else { None },
-        xFetch: if version >= 3 { Some(x_fetch) } else { None },
-        xUnfetch: if version >= 3 { Some(x_unfetch) } else { None },
-    }
-}
-
-/// The registration a VFS callback was called on.
-///
-/// # Safety
-/// `vfs` must be a VFS registered by `CountingVfs::register`.
-unsafe fn registered<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a Registered {
-    // SAFETY: `pAppData` was set to the leaked `Registered` before registration.
-    unsafe { &*((*vfs).pAppData as *const Registered) }
-}
-
-/// The inner file and its methods.
-///
-/// # Safety
-/// `file` must be a file opened by `x_open` whose inner open set `pMethods`.
-unsafe fn inner_of<'a>(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'a ffi::sqlite3_io_methods) {
-    // SAFETY: SQLite calls file methods only on files whose `pMethods` we
-    // set, which we do only when the inner file's `pMethods` is set.
-    unsafe {
-        let inner = (*(file as *mut CountingFile)).inner;
-        (inner, &*(*inner).pMethods)
-    }
-}
-
-/// # Safety
-/// As `inner_of`.
-unsafe fn counters_of<'a>(file: *mut ffi::sqlite3_file) -> &'a Counters {
-    // SAFETY: set by `x_open` to the registration's counters, which never die.
-    unsafe { &*(*(file as *mut CountingFile)).counters }
-}
-
-unsafe extern "C" fn x_open(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: ffi::sqlite3_filename,
-    file: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    // SAFETY: SQLite gives us `szOsFile` bytes at `file`, 8-byte aligned;
-    // `CountingFile` is a multiple of 8 bytes, so the inner file that follows
-    // it is aligned as well.
-    unsafe {
-        let registered = registered(vfs);
-        let this = file as *mut CountingFile;
-        let inner_file = (file as *mut u8).add(mem::size_of::<CountingFile>()) as *mut ffi::sqlite3_file;
-        (*this).base.pMethods = ptr::null();
-        (*this).counters = &registered.counters;
-        (*this).inner = inner_file;
-        // The rule of `unixOpen` for `UNIXFILE_DIRSYNC`.
-        let kind = flags & (ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_SUPER_JOURNAL);
-        (*this).dir_sync_pending = registered.inner_is_unix && flags & ffi::SQLITE_OPEN_CREATE != 0 && kind != 0;
-        (*inner_file).pMethods = ptr::null();
-        let Some(open) = (*registered.inner).xOpen else {
-            return ffi::SQLITE_CANTOPEN;
-        };
-        let rc = open(registered.inner, name, inner_file, flags, out_flags);
-        // SQLite calls xClose exactly when `pMethods` is set, so mirror the
-        // inner file: set ours if and only if it set its own.
-        let inner_methods = (*inner_file).pMethods;
-        if !inner_methods.is_null() {
-            (*this).base.pMethods = match (*inner_methods).iVersion {
-                ..=1 => &METHODS_V1,
-                2 => &METHODS_V2,
-                _ => &METHODS_V3,
-            };
-        }
-        if rc == ffi::SQLITE_OK {
-            bump(&registered.counters.opens, 1);
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        let rc = methods.xClose.map_or(ffi::SQLITE_OK, |close| close(inner));
-        (*file).pMethods = ptr::null();
-        rc
-    }
-}
-
-unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xRead
-            .map_or(ffi::SQLITE_IOERR_READ, |read| read(inner, buf, amount, offset))
-    }
-}
-
-unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let counters = counters_of(file);
-        bump(&counters.writes, 1);
-        bump(&counters.write_bytes, u64::try_from(amount).unwrap_or(0));
-        let (inner, methods) = inner_of(file);
-        methods
-            .xWrite
-            .map_or(ffi::SQLITE_IOERR_WRITE, |write| write(inner, buf, amount, offset))
-    }
-}
-
-unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xTruncate
-            .map_or(ffi::SQLITE_IOERR_TRUNCATE, |truncate| truncate(inner, size))
-    }
-}
-
-unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let counters = counters_of(file);
-        bump(&counters.syncs, 1);
-        let this = file as *mut CountingFile;
-        let (inner, methods) = inner_of(file);
-        let rc = methods.xSync.map_or(ffi::SQLITE_IOERR_FSYNC, |sync| sync(inner, flags));
-        if rc == ffi::SQLITE_OK && (*this).dir_sync_pending {
-            (*this).dir_sync_pending = false;
-            bump(&counters.dir_syncs, 1);
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xFileSize
-            .map_or(ffi::SQLITE_IOERR_FSTAT, |file_size| file_size(inner, size))
-    }
-}
-
-unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level))
-    }
-}
-
-unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xUnlock
-            .map_or(ffi::SQLITE_IOERR_UNLOCK, |unlock| unlock(inner, level))
-    }
-}
-
-unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xCheckReservedLock
-            .map_or(ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |check| check(inner, out))
-    }
-}
-
-unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xFileControl
-            .map_or(ffi::SQLITE_NOTFOUND, |control| control(inner, op, arg))
-    }
-}
-
-unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        // 4096 is SQLite's own default sector size.
-        methods.xSectorSize.map_or(4096, |sector_size| sector_size(inner))
-    }
-}
-
-unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xDeviceCharacteristics
-            .map_or(0, |characteristics| characteristics(inner))
-    }
-}
-
-unsafe extern "C" fn x_shm_map(
-    file: *mut ffi::sqlite3_file,
-    region: c_int,
-    region_size: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: see `inner_of`; SQLite calls this only on files of version ≥ 2.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods.xShmMap.map_or(ffi::SQLITE_IOERR_SHMMAP, |map| {
-            map(inner, region, region_size, extend, out)
-        })
-    }
-}
-
-unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xShmLock
-            .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags))
-    }
-}
-
-unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        if let Some(barrier) = methods.xShmBarrier {
-            barrier(inner);
-        }
-    }
-}
-
-unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods.xShmUnmap.map_or(ffi::SQLITE_OK, |unmap| unmap(inner, delete))
-    }
-}
-
-unsafe extern "C" fn x_fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
-    // SAFETY: see `inner_of`; SQLite calls this only on files of version ≥ 3.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        match methods.xFetch {
-            Some(fetch) => fetch(inner, offset, amount, out),
-            None => {
-                // "No mapping": SQLite falls back to xRead.
-                *out = ptr::null_mut();
-                ffi::SQLITE_OK
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn x_unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {
-    // SAFETY: see `inner_of`.
-    unsafe {
-        let (inner, methods) = inner_of(file);
-        methods
-            .xUnfetch
-            .map_or(ffi::SQLITE_OK, |unfetch| unfetch(inner, offset, page))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The VFS itself: everything but xOpen and xDelete forwards without counting.
-
-/// The inner VFS of a registration.
-///
-/// # Safety
-/// As `registered`.
-unsafe fn inner_vfs<'a>(vfs: *mut ffi::sqlite3_vfs) -> (*mut ffi::sqlite3_vfs, &'a ffi::sqlite3_vfs) {
-    // SAFETY: the inner VFS is SQLite's default, valid for the process.
-    unsafe {
-        let inner = registered(vfs).inner;
-        (inner, &*inner)
-    }
-}
-
-unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        if sync_dir != 0 {
-            bump(&registered(vfs).counters.dir_syncs, 1);
-        }
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xDelete
-            .map_or(ffi::SQLITE_IOERR_DELETE, |delete| delete(inner, name, sync_dir))
-    }
-}
-
-unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xAccess
-            .map_or(ffi::SQLITE_IOERR_ACCESS, |access| access(inner, name, flags, out))
-    }
-}
-
-unsafe extern "C" fn x_full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    out_size: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xFullPathname
-            .map_or(ffi::SQLITE_CANTOPEN, |full| full(inner, name, out_size, out))
-    }
-}
-
-unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xDlOpen.map_or(ptr::null_mut(), |open| open(inner, name))
-    }
-}
-
-unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        if let Some(error) = methods.xDlError {
-            error(inner, size, out);
-        }
-    }
-}
-
-type DlSym = unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char);
-
-unsafe extern "C" fn x_dl_sym(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void, symbol: *const c_char) -> Option<DlSym> {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xDlSym.and_then(|sym| sym(inner, handle, symbol))
-    }
-}
-
-unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        if let Some(close) = methods.xDlClose {
-            close(inner, handle);
-        }
-    }
-}
-
-unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xRandomness.map_or(0, |randomness| randomness(inner, size, out))
-    }
-}
-
-unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, microseconds: c_int) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xSleep.map_or(0, |sleep| sleep(inner, microseconds))
-    }
-}
-
-unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xCurrentTime.map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
-    }
-}
-
-unsafe extern "C" fn x_get_last_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xGetLastError.map_or(0, |last| last(inner, size, out))
-    }
-}
-
-unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
-    // SAFETY: see `registered`; SQLite calls this only if our iVersion ≥ 2,
-    // which is the inner VFS's version.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xCurrentTimeInt64
-            .map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
-    }
-}
-
-unsafe extern "C" fn x_set_system_call(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    call: ffi::sqlite3_syscall_ptr,
-) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xSetSystemCall
-            .map_or(ffi::SQLITE_NOTFOUND, |set| set(inner, name, call))
-    }
-}
-
-unsafe extern "C" fn x_get_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> ffi::sqlite3_syscall_ptr {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xGetSystemCall.and_then(|get| get(inner, name))
-    }
-}
-
-unsafe extern "C" fn x_next_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *const c_char {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xNextSystemCall.map_or(ptr::null(), |next| next(inner, name))
-    }
-}
-
-/// The name SQLite's default VFS goes by (`unix` on Linux), for reports.
-pub fn default_vfs_name() -> String {
-    // SAFETY: plain SQLite API; the default VFS and its name live for the process.
-    unsafe {
-        let vfs = ffi::sqlite3_vfs_find(ptr::null());
-        if vfs.is_null() || (*vfs).zName.is_null() {
-            return "none".to_string();
-        }
-        CStr::from_ptr((*vfs).zName).to_string_lossy().into_owned()
+        self.counters.read()
     }
 }
 

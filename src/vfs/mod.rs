@@ -1,15 +1,19 @@
-//! SQLite VFS shims: wrappers registered through `rusqlite::ffi` that
-//! forward every call to another VFS (the platform's default, `unix` on
-//! Linux) and observe what passes through.
+//! SQLite VFS shims: VFSes registered through `rusqlite::ffi` that forward
+//! every call to another VFS (the platform's default, `unix` on Linux) and
+//! observe or alter what passes through.
 //!
+//! - `shim`: the forwarding layer and its `Hooks` trait; the only `unsafe`
+//!   code in crashsim, with its invariants documented there.
 //! - `counting`: counts syncs, directory syncs, writes and opens, so the
 //!   bench reports fsyncs per commit as counted, not as assumed.
+//! - `crash`: keeps each file's durable image and the writes since, and at a
+//!   power cut rewrites the files as a chosen model of the disk would leave
+//!   them.
 //!
-//! A connection uses a shim by name (`store::connection::open_via`). The
-//! simulator never does: its connections go straight to the default VFS.
-//! The crash VFS of a later issue builds on the same forwarding pattern,
-//! buffering writes until a sync instead of counting them.
+//! A connection uses a VFS by name (`store::connection::open_via`).
 
 pub mod counting;
+pub mod shim;
 
-pub use counting::{CountingVfs, Counts, VfsError};
+pub use counting::{CountingVfs, Counts};
+pub use shim::VfsError;

@@ -1,0 +1,742 @@
+//! The forwarding layer every crashsim VFS is built on: a VFS registered
+//! through `rusqlite::ffi` that forwards every call to SQLite's default VFS
+//! (`unix` on Linux), and calls a `Hooks` object around the calls that touch
+//! durable state (open, write, truncate, sync, delete).
+//!
+//! Why one layer: the FFI is the only `unsafe` code in crashsim, and every
+//! callback must be a thin forwarder whose invariants are written down once.
+//! The counting VFS (syncs per commit) and the crash VFS (power loss) differ
+//! only in their hooks.
+//!
+//! How: SQLite allocates `szOsFile` bytes for every open file. This VFS asks
+//! for its own header (`ShimFile`) plus the inner VFS's size, opens the inner
+//! file in the bytes after the header, and points the header's `pMethods` at
+//! forwarding methods with the inner file's own `iVersion` (so SQLite never
+//! believes we support more than the inner file does: shared memory for WAL,
+//! memory mapping). Locks, shared memory, reads and file controls go straight
+//! through, which is why real locking and the real WAL index keep working.
+//!
+//! Invariants the callbacks rely on:
+//! - `pAppData` of a registered VFS points at its leaked `Registered`, which
+//!   is never freed (SQLite may use a VFS for the life of the process), so a
+//!   registration is permanent: register one per run context, not per
+//!   connection.
+//! - A file's `pMethods` is ours exactly when the inner open set the inner
+//!   file's `pMethods`, so SQLite calls `xClose` exactly when the inner file
+//!   must be closed, and every method sees an initialised header.
+//! - The header owns its path (`Box<Option<String>>`), freed in `xClose`.
+//! - Hooks are `Send + Sync`: SQLite may call a VFS from any thread.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::sync::{Mutex, PoisonError};
+use std::{mem, ptr};
+
+use rusqlite::ffi;
+
+/// Why a VFS could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum VfsError {
+    #[error("VFS name {0:?} contains a NUL byte")]
+    BadName(String),
+    #[error("a VFS called {0:?} is already registered")]
+    NameTaken(String),
+    #[error("SQLite has no default VFS to forward to")]
+    NoDefault,
+    #[error("sqlite3_vfs_register failed with code {0}")]
+    Register(c_int),
+}
+
+/// A file as the hooks see it.
+pub struct File<'a> {
+    /// The path SQLite opened (absolute); `None` for temporary files.
+    pub path: Option<&'a str>,
+    /// The flags of `xOpen` (`SQLITE_OPEN_WAL`, `SQLITE_OPEN_CREATE`, …).
+    pub flags: c_int,
+    /// Successful `xSync` calls on this handle before the current call.
+    pub syncs: u64,
+}
+
+/// What a VFS does around the forwarded calls. Every method has a default
+/// that changes nothing; a pre-call hook returning `Err(code)` refuses the
+/// call, and SQLite sees `code` instead of the inner VFS's answer.
+pub trait Hooks: Send + Sync + 'static {
+    /// A file was opened successfully.
+    fn opened(&self, file: &File<'_>) {
+        let _ = file;
+    }
+    /// Before `xWrite` of `data` at `offset`.
+    fn write(&self, file: &File<'_>, offset: i64, data: &[u8]) -> Result<(), c_int> {
+        let _ = (file, offset, data);
+        Ok(())
+    }
+    /// Before `xTruncate` to `size`.
+    fn truncate(&self, file: &File<'_>, size: i64) -> Result<(), c_int> {
+        let _ = (file, size);
+        Ok(())
+    }
+    /// Before `xSync`.
+    fn sync(&self, file: &File<'_>, flags: c_int) -> Result<(), c_int> {
+        let _ = (file, flags);
+        Ok(())
+    }
+    /// After a successful `xSync`.
+    fn synced(&self, file: &File<'_>, flags: c_int) {
+        let _ = (file, flags);
+    }
+    /// Before `xDelete` (`sync_dir`: SQLite asked for the directory to be synced).
+    fn delete(&self, path: &str, sync_dir: bool) -> Result<(), c_int> {
+        let _ = (path, sync_dir);
+        Ok(())
+    }
+    /// After a successful `xDelete`.
+    fn deleted(&self, path: &str, sync_dir: bool) {
+        let _ = (path, sync_dir);
+    }
+    /// What the file claims about the device, given what the inner file claims.
+    fn device_characteristics(&self, inner: c_int) -> c_int {
+        inner
+    }
+    /// The current time in milliseconds since the Julian epoch (what
+    /// `xCurrentTimeInt64` answers), or `None` for the inner VFS's clock.
+    fn current_time_ms(&self) -> Option<i64> {
+        None
+    }
+}
+
+/// A registered VFS and everything its callbacks reach through `pAppData`.
+pub struct Registered {
+    /// The struct SQLite links into its list (it writes `pNext`).
+    vfs: std::cell::UnsafeCell<ffi::sqlite3_vfs>,
+    name: CString,
+    /// The VFS every call is forwarded to; SQLite's own, never freed.
+    inner: *mut ffi::sqlite3_vfs,
+    /// The inner VFS's name (`unix`, …).
+    inner_name: String,
+    hooks: Box<dyn Hooks>,
+}
+
+// SAFETY: `inner` points at a VFS that SQLite keeps for the life of the
+// process and that is itself safe to call from any thread (SQLite is built
+// thread-safe); `vfs` is written only by SQLite under its VFS-list mutex;
+// `hooks` is `Send + Sync`.
+unsafe impl Send for Registered {}
+unsafe impl Sync for Registered {}
+
+impl Registered {
+    /// The name connections open it by.
+    pub fn name(&self) -> &str {
+        self.name.to_str().expect("registered from a &str")
+    }
+
+    /// Whether the VFS forwards to a `unix*` VFS (whose hidden directory syncs
+    /// the counting hooks mirror).
+    pub fn inner_is_unix(&self) -> bool {
+        self.inner_name.starts_with("unix")
+    }
+}
+
+/// Serialises find-then-register, so two threads cannot both take a name.
+static REGISTRY: Mutex<()> = Mutex::new(());
+
+/// The default VFS's name, without registering anything.
+pub fn default_vfs_name() -> String {
+    // SAFETY: plain SQLite API; the default VFS and its name live for the process.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(ptr::null());
+        if vfs.is_null() || (*vfs).zName.is_null() {
+            return "none".to_string();
+        }
+        CStr::from_ptr((*vfs).zName).to_string_lossy().into_owned()
+    }
+}
+
+/// Registers a VFS called `name` that forwards to the default VFS (without
+/// becoming the default) and calls `hooks`. Permanent: see the module docs.
+pub fn register(name: &str, hooks: Box<dyn Hooks>) -> Result<&'static Registered, VfsError> {
+    let c_name = CString::new(name).map_err(|_| VfsError::BadName(name.to_string()))?;
+    let _guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: plain SQLite API calls; both initialise SQLite if needed.
+    let (taken, inner) = unsafe {
+        (
+            !ffi::sqlite3_vfs_find(c_name.as_ptr()).is_null(),
+            ffi::sqlite3_vfs_find(ptr::null()),
+        )
+    };
+    if taken {
+        return Err(VfsError::NameTaken(name.to_string()));
+    }
+    if inner.is_null() {
+        return Err(VfsError::NoDefault);
+    }
+    // SAFETY: `inner` is SQLite's default VFS, valid for the process.
+    let (inner_version, inner_size, inner_path_max, inner_name) = unsafe {
+        let name = if (*inner).zName.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr((*inner).zName).to_string_lossy().into_owned()
+        };
+        ((*inner).iVersion, (*inner).szOsFile, (*inner).mxPathname, name)
+    };
+    let registered: &'static Registered = Box::leak(Box::new(Registered {
+        vfs: std::cell::UnsafeCell::new(vfs_struct(inner_version.clamp(1, 3), inner_size, inner_path_max)),
+        name: c_name,
+        inner,
+        inner_name,
+        hooks,
+    }));
+    let vfs = registered.vfs.get();
+    // SAFETY: SQLite has not seen this struct yet, so nothing else reads it;
+    // afterwards it is only touched through SQLite.
+    let rc = unsafe {
+        (*vfs).zName = registered.name.as_ptr();
+        (*vfs).pAppData = registered as *const Registered as *mut c_void;
+        ffi::sqlite3_vfs_register(vfs, 0)
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(VfsError::Register(rc));
+    }
+    Ok(registered)
+}
+
+/// The registered struct, without its name and back pointer (set once the
+/// allocation's address is known).
+fn vfs_struct(version: c_int, inner_size: c_int, path_max: c_int) -> ffi::sqlite3_vfs {
+    ffi::sqlite3_vfs {
+        iVersion: version,
+        szOsFile: mem::size_of::<ShimFile>() as c_int + inner_size,
+        mxPathname: path_max,
+        pNext: ptr::null_mut(),
+        zName: ptr::null(),
+        pAppData: ptr::null_mut(),
+        xOpen: Some(x_open),
+        xDelete: Some(x_delete),
+        xAccess: Some(x_access),
+        xFullPathname: Some(x_full_pathname),
+        xDlOpen: Some(x_dl_open),
+        xDlError: Some(x_dl_error),
+        xDlSym: Some(x_dl_sym),
+        xDlClose: Some(x_dl_close),
+        xRandomness: Some(x_randomness),
+        xSleep: Some(x_sleep),
+        xCurrentTime: Some(x_current_time),
+        xGetLastError: Some(x_get_last_error),
+        xCurrentTimeInt64: Some(x_current_time_int64),
+        xSetSystemCall: Some(x_set_system_call),
+        xGetSystemCall: Some(x_get_system_call),
+        xNextSystemCall: Some(x_next_system_call),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+
+/// The head of every file this VFS opens; the inner VFS's file follows it in
+/// the same allocation. `base` must come first: SQLite sees a `sqlite3_file`.
+#[repr(C)]
+struct ShimFile {
+    base: ffi::sqlite3_file,
+    registered: *const Registered,
+    inner: *mut ffi::sqlite3_file,
+    path: *mut Option<String>,
+    flags: c_int,
+    syncs: u64,
+}
+
+// The inner file follows the header: it must stay 8-byte aligned.
+const _: () = assert!(mem::size_of::<ShimFile>() % 8 == 0);
+
+/// The forwarding methods for each `iVersion` the inner file may have.
+static METHODS_V1: ffi::sqlite3_io_methods = io_methods(1);
+static METHODS_V2: ffi::sqlite3_io_methods = io_methods(2);
+static METHODS_V3: ffi::sqlite3_io_methods = io_methods(3);
+
+const fn io_methods(version: c_int) -> ffi::sqlite3_io_methods {
+    ffi::sqlite3_io_methods {
+        iVersion: version,
+        xClose: Some(x_close),
+        xRead: Some(x_read),
+        xWrite: Some(x_write),
+        xTruncate: Some(x_truncate),
+        xSync: Some(x_sync),
+        xFileSize: Some(x_file_size),
+        xLock: Some(x_lock),
+        xUnlock: Some(x_unlock),
+        xCheckReservedLock: Some(x_check_reserved_lock),
+        xFileControl: Some(x_file_control),
+        xSectorSize: Some(x_sector_size),
+        xDeviceCharacteristics: Some(x_device_characteristics),
+        xShmMap: if version >= 2 { Some(x_shm_map) } else { None },
+        xShmLock: if version >= 2 { Some(x_shm_lock) } else { None },
+        xShmBarrier: if version >= 2 { Some(x_shm_barrier) } else { None },
+        xShmUnmap: if version >= 2 { Some(x_shm_unmap) } else { None },
+        xFetch: if version >= 3 { Some(x_fetch) } else { None },
+        xUnfetch: if version >= 3 { Some(x_unfetch) } else { None },
+    }
+}
+
+/// The registration a VFS callback was called on.
+///
+/// # Safety
+/// `vfs` must be a VFS registered by `register`.
+unsafe fn registered<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a Registered {
+    // SAFETY: `pAppData` was set to the leaked `Registered` before registration.
+    unsafe { &*((*vfs).pAppData as *const Registered) }
+}
+
+/// The header, the inner file and its methods.
+///
+/// # Safety
+/// `file` must be a file opened by `x_open` whose inner open set `pMethods`.
+unsafe fn parts<'a>(
+    file: *mut ffi::sqlite3_file,
+) -> (&'a mut ShimFile, *mut ffi::sqlite3_file, &'a ffi::sqlite3_io_methods) {
+    // SAFETY: SQLite calls file methods only on files whose `pMethods` we
+    // set, which we do only when the inner file's `pMethods` is set.
+    unsafe {
+        let this = &mut *(file as *mut ShimFile);
+        let inner = this.inner;
+        (this, inner, &*(*inner).pMethods)
+    }
+}
+
+impl ShimFile {
+    fn hooks(&self) -> &dyn Hooks {
+        // SAFETY: set by `x_open` to the never-freed registration.
+        unsafe { &*(*self.registered).hooks }
+    }
+
+    fn view(&self) -> File<'_> {
+        // SAFETY: `path` is the box `x_open` allocated, freed only in `x_close`.
+        let path = unsafe { (*self.path).as_deref() };
+        File {
+            path,
+            flags: self.flags,
+            syncs: self.syncs,
+        }
+    }
+}
+
+unsafe extern "C" fn x_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    // SAFETY: SQLite gives us `szOsFile` bytes at `file`, 8-byte aligned; the
+    // header is a multiple of 8 bytes, so the inner file is aligned as well.
+    unsafe {
+        let registered = registered(vfs);
+        let this = file as *mut ShimFile;
+        let inner_file = (file as *mut u8).add(mem::size_of::<ShimFile>()) as *mut ffi::sqlite3_file;
+        (*this).base.pMethods = ptr::null();
+        (*this).registered = registered;
+        (*this).inner = inner_file;
+        (*this).path = ptr::null_mut();
+        (*this).flags = flags;
+        (*this).syncs = 0;
+        (*inner_file).pMethods = ptr::null();
+        let Some(open) = (*registered.inner).xOpen else {
+            return ffi::SQLITE_CANTOPEN;
+        };
+        let rc = open(registered.inner, name, inner_file, flags, out_flags);
+        // SQLite calls xClose exactly when `pMethods` is set, so mirror the
+        // inner file: set ours if and only if it set its own.
+        let inner_methods = (*inner_file).pMethods;
+        if !inner_methods.is_null() {
+            let path = (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned());
+            (*this).path = Box::into_raw(Box::new(path));
+            (*this).base.pMethods = match (*inner_methods).iVersion {
+                ..=1 => &METHODS_V1,
+                2 => &METHODS_V2,
+                _ => &METHODS_V3,
+            };
+            if rc == ffi::SQLITE_OK {
+                (*this).hooks().opened(&(*this).view());
+            }
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: see `parts`; the path box is ours and freed once, here.
+    unsafe {
+        let (this, inner, methods) = parts(file);
+        let rc = methods.xClose.map_or(ffi::SQLITE_OK, |close| close(inner));
+        if !this.path.is_null() {
+            drop(Box::from_raw(this.path));
+            this.path = ptr::null_mut();
+        }
+        this.base.pMethods = ptr::null();
+        rc
+    }
+}
+
+unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xRead
+            .map_or(ffi::SQLITE_IOERR_READ, |read| read(inner, buf, amount, offset))
+    }
+}
+
+unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
+    // SAFETY: see `parts`; SQLite passes `amount` readable bytes at `buf`.
+    unsafe {
+        let (this, inner, methods) = parts(file);
+        let data = std::slice::from_raw_parts(buf as *const u8, usize::try_from(amount).unwrap_or(0));
+        if let Err(code) = this.hooks().write(&this.view(), offset, data) {
+            return code;
+        }
+        methods
+            .xWrite
+            .map_or(ffi::SQLITE_IOERR_WRITE, |write| write(inner, buf, amount, offset))
+    }
+}
+
+unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (this, inner, methods) = parts(file);
+        if let Err(code) = this.hooks().truncate(&this.view(), size) {
+            return code;
+        }
+        methods
+            .xTruncate
+            .map_or(ffi::SQLITE_IOERR_TRUNCATE, |truncate| truncate(inner, size))
+    }
+}
+
+unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (this, inner, methods) = parts(file);
+        if let Err(code) = this.hooks().sync(&this.view(), flags) {
+            return code;
+        }
+        let rc = methods.xSync.map_or(ffi::SQLITE_IOERR_FSYNC, |sync| sync(inner, flags));
+        if rc == ffi::SQLITE_OK {
+            this.hooks().synced(&this.view(), flags);
+            this.syncs += 1;
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xFileSize
+            .map_or(ffi::SQLITE_IOERR_FSTAT, |file_size| file_size(inner, size))
+    }
+}
+
+unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level))
+    }
+}
+
+unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xUnlock
+            .map_or(ffi::SQLITE_IOERR_UNLOCK, |unlock| unlock(inner, level))
+    }
+}
+
+unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xCheckReservedLock
+            .map_or(ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |check| check(inner, out))
+    }
+}
+
+unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xFileControl
+            .map_or(ffi::SQLITE_NOTFOUND, |control| control(inner, op, arg))
+    }
+}
+
+unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        // 4096 is SQLite's own default sector size.
+        methods.xSectorSize.map_or(4096, |sector_size| sector_size(inner))
+    }
+}
+
+unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (this, inner, methods) = parts(file);
+        let claimed = methods
+            .xDeviceCharacteristics
+            .map_or(0, |characteristics| characteristics(inner));
+        this.hooks().device_characteristics(claimed)
+    }
+}
+
+unsafe extern "C" fn x_shm_map(
+    file: *mut ffi::sqlite3_file,
+    region: c_int,
+    region_size: c_int,
+    extend: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: see `parts`; SQLite calls this only on files of version ≥ 2.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods.xShmMap.map_or(ffi::SQLITE_IOERR_SHMMAP, |map| {
+            map(inner, region, region_size, extend, out)
+        })
+    }
+}
+
+unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xShmLock
+            .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags))
+    }
+}
+
+unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        if let Some(barrier) = methods.xShmBarrier {
+            barrier(inner);
+        }
+    }
+}
+
+unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods.xShmUnmap.map_or(ffi::SQLITE_OK, |unmap| unmap(inner, delete))
+    }
+}
+
+unsafe extern "C" fn x_fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
+    // SAFETY: see `parts`; SQLite calls this only on files of version ≥ 3.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        match methods.xFetch {
+            Some(fetch) => fetch(inner, offset, amount, out),
+            None => {
+                // "No mapping": SQLite falls back to xRead.
+                *out = ptr::null_mut();
+                ffi::SQLITE_OK
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn x_unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {
+    // SAFETY: see `parts`.
+    unsafe {
+        let (_, inner, methods) = parts(file);
+        methods
+            .xUnfetch
+            .map_or(ffi::SQLITE_OK, |unfetch| unfetch(inner, offset, page))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The VFS itself: everything but xDelete and the clock forwards unchanged.
+
+/// The inner VFS of a registration.
+///
+/// # Safety
+/// As `registered`.
+unsafe fn inner_vfs<'a>(vfs: *mut ffi::sqlite3_vfs) -> (*mut ffi::sqlite3_vfs, &'a ffi::sqlite3_vfs) {
+    // SAFETY: the inner VFS is SQLite's default, valid for the process.
+    unsafe {
+        let inner = registered(vfs).inner;
+        (inner, &*inner)
+    }
+}
+
+unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
+    // SAFETY: see `registered`; SQLite passes a NUL-terminated path.
+    unsafe {
+        let hooks = &registered(vfs).hooks;
+        let path = CStr::from_ptr(name).to_string_lossy();
+        if let Err(code) = hooks.delete(&path, sync_dir != 0) {
+            return code;
+        }
+        let (inner, methods) = inner_vfs(vfs);
+        let rc = methods
+            .xDelete
+            .map_or(ffi::SQLITE_IOERR_DELETE, |delete| delete(inner, name, sync_dir));
+        if rc == ffi::SQLITE_OK {
+            hooks.deleted(&path, sync_dir != 0);
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods
+            .xAccess
+            .map_or(ffi::SQLITE_IOERR_ACCESS, |access| access(inner, name, flags, out))
+    }
+}
+
+unsafe extern "C" fn x_full_pathname(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    out_size: c_int,
+    out: *mut c_char,
+) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods
+            .xFullPathname
+            .map_or(ffi::SQLITE_CANTOPEN, |full| full(inner, name, out_size, out))
+    }
+}
+
+unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xDlOpen.map_or(ptr::null_mut(), |open| open(inner, name))
+    }
+}
+
+unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        if let Some(error) = methods.xDlError {
+            error(inner, size, out);
+        }
+    }
+}
+
+type DlSym = unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char);
+
+unsafe extern "C" fn x_dl_sym(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void, symbol: *const c_char) -> Option<DlSym> {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xDlSym.and_then(|sym| sym(inner, handle, symbol))
+    }
+}
+
+unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        if let Some(close) = methods.xDlClose {
+            close(inner, handle);
+        }
+    }
+}
+
+unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xRandomness.map_or(0, |randomness| randomness(inner, size, out))
+    }
+}
+
+unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, microseconds: c_int) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xSleep.map_or(0, |sleep| sleep(inner, microseconds))
+    }
+}
+
+unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    // SAFETY: see `registered`; `out` is writable.
+    unsafe {
+        if let Some(ms) = registered(vfs).hooks.current_time_ms() {
+            *out = ms as f64 / 86_400_000.0;
+            return ffi::SQLITE_OK;
+        }
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xCurrentTime.map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
+    }
+}
+
+unsafe extern "C" fn x_get_last_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xGetLastError.map_or(0, |last| last(inner, size, out))
+    }
+}
+
+unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
+    // SAFETY: see `registered`; SQLite calls this only if our iVersion ≥ 2,
+    // which is the inner VFS's version; `out` is writable.
+    unsafe {
+        if let Some(ms) = registered(vfs).hooks.current_time_ms() {
+            *out = ms;
+            return ffi::SQLITE_OK;
+        }
+        let (inner, methods) = inner_vfs(vfs);
+        methods
+            .xCurrentTimeInt64
+            .map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
+    }
+}
+
+unsafe extern "C" fn x_set_system_call(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    call: ffi::sqlite3_syscall_ptr,
+) -> c_int {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods
+            .xSetSystemCall
+            .map_or(ffi::SQLITE_NOTFOUND, |set| set(inner, name, call))
+    }
+}
+
+unsafe extern "C" fn x_get_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> ffi::sqlite3_syscall_ptr {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xGetSystemCall.and_then(|get| get(inner, name))
+    }
+}
+
+unsafe extern "C" fn x_next_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *const c_char {
+    // SAFETY: see `registered`.
+    unsafe {
+        let (inner, methods) = inner_vfs(vfs);
+        methods.xNextSystemCall.map_or(ptr::null(), |next| next(inner, name))
+    }
+}
