@@ -13,7 +13,9 @@
 //! A connection uses a VFS by name (`store::connection::open_via`).
 
 pub mod counting;
+pub mod crash;
 pub mod shim;
 
 pub use counting::{CountingVfs, Counts};
+pub use crash::{CrashVfs, Model};
 pub use shim::VfsError;
