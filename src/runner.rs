@@ -105,6 +105,11 @@ pub fn run_seed_with(
         ticks_max: loaded.scenario.run.ticks_max,
         steps_max: loaded.scenario.run.steps_max,
         ended: (output.ticks, output.steps),
+        recoveries: &output.recoveries,
+        durable: check::Durable {
+            store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
+            receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
+        },
         synchronous: check::Expected {
             store: loaded.scenario.sqlite.store_settings().synchronous.level(),
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),

@@ -363,6 +363,9 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
         Fault::Probe { reply } => {
             out.extend(earlier(reply).into_iter().map(|reply| Fault::Probe { reply }));
         }
+        Fault::PowerCut { point } => {
+            out.extend(earlier(point).into_iter().map(|point| Fault::PowerCut { point }));
+        }
     }
     out
 }

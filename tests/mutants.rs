@@ -54,6 +54,7 @@ fn each_mutant_trips_its_own_invariant() {
         ("dedup_apart", "I2"),
         ("replay_dispatches", "I6"),
         ("pragmas_once", "I9"),
+        ("sync_off", "I9"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
     let names: Vec<&str> = expected.iter().map(|(name, _)| *name).collect();

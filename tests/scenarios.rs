@@ -12,13 +12,14 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 6] = [
+const SHIPPED: [&str; 7] = [
     "smoke",
     "contention",
     "crash_storm",
     "swarm",
     "sync_normal",
     "group_commit",
+    "power_loss",
 ];
 
 fn passes(name: &str) {
@@ -106,4 +107,9 @@ fn every_shipped_scenario_is_tested() {
 #[test]
 fn sync_normal() {
     passes("sync_normal");
+}
+
+#[test]
+fn power_loss() {
+    passes("power_loss");
 }

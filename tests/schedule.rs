@@ -35,6 +35,7 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Drop { .. } => "drop",
                 Fault::Duplicate { .. } => "duplicate",
                 Fault::Probe { .. } => "probe",
+                Fault::PowerCut { .. } => "power cut",
             })
             .collect();
         let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));

@@ -151,6 +151,8 @@ impl Fixture {
             steps_max: 10_000,
             ended: (1_000, 500),
             synchronous: super::Expected { store: 2, receiver: 2 },
+            recoveries: &[],
+            durable: super::Durable::default(),
         })
     }
 

@@ -8,9 +8,19 @@ use crate::trace::{Appended, Op, TraceEvent};
 
 /// A committed append, with who committed it and when.
 pub struct Commit<'a> {
+    /// Position of the commit in the trace.
+    pub index: usize,
     pub tick: u64,
     pub actor: ActorId,
     pub appended: &'a Appended,
+}
+
+/// An effect a receiver committed and acknowledged.
+pub struct AckedEffect<'a> {
+    pub index: usize,
+    pub tick: u64,
+    pub key: &'a str,
+    pub effect_id: i64,
 }
 
 #[derive(Default)]
@@ -33,19 +43,50 @@ pub struct History<'a> {
     pub first_send: BTreeMap<&'a str, u64>,
     /// Kills, as (tick, actor, point).
     pub kills: Vec<(u64, ActorId, &'a str)>,
+    /// Rows marked done (acknowledged), as (trace position, command_id).
+    pub marked: Vec<(usize, &'a str)>,
+    /// Effects receivers committed, in order.
+    pub effects_acked: Vec<AckedEffect<'a>>,
+    /// Power cuts, as (trace position, tick, persistence point).
+    pub cuts: Vec<(usize, u64, u64)>,
+    /// Commits (indices into `commits`) whose event a power cut lost: the
+    /// head they extended may be extended again, which is no stale writer.
+    pub lost: std::collections::BTreeSet<usize>,
 }
 
 impl<'a> History<'a> {
     pub fn from_events(events: &'a [TraceEvent]) -> History<'a> {
         let mut history = History::default();
-        for event in events {
+        // The last effect each receiver applied, acknowledged by its commit.
+        let mut applying: BTreeMap<ActorId, (&'a str, i64)> = BTreeMap::new();
+        for (index, event) in events.iter().enumerate() {
             match &event.op {
                 Op::Commit { appended } => {
                     history.commits.extend(appended.iter().map(|appended| Commit {
+                        index,
                         tick: event.tick,
                         actor: event.actor,
                         appended,
                     }));
+                    if let Some((key, effect_id)) = applying.remove(&event.actor) {
+                        history.effects_acked.push(AckedEffect {
+                            index,
+                            tick: event.tick,
+                            key,
+                            effect_id,
+                        });
+                    }
+                }
+                Op::MarkDone {
+                    command_id,
+                    changed: true,
+                } => history.marked.push((index, command_id)),
+                Op::PowerCut { point, .. } => history.cuts.push((index, event.tick, *point)),
+                Op::Kill { .. } => {
+                    applying.remove(&event.actor);
+                    if let Op::Kill { point } = &event.op {
+                        history.kills.push((event.tick, event.actor, point));
+                    }
                 }
                 Op::Send { command_id, key, .. } => {
                     history.key_to_command.entry(key).or_insert(command_id);
@@ -60,11 +101,11 @@ impl<'a> History<'a> {
                     synchronous: Some(level),
                     ..
                 } => history.opens.push((event.tick, event.actor, *level)),
-                Op::Apply { effect_id, .. } => {
+                Op::Apply { key, effect_id, .. } => {
                     history.apply_ticks.insert(*effect_id, event.tick);
+                    applying.insert(event.actor, (key, *effect_id));
                 }
                 Op::ProbeReply { key, outcome } => history.probe_replies.push((event.tick, key, outcome)),
-                Op::Kill { point } => history.kills.push((event.tick, event.actor, point)),
                 _ => {}
             }
         }

@@ -14,11 +14,13 @@
 //! | replay.rs     | I6 replay is pure |
 //! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
+//! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
 //!
 //! Outcomes the harness could not confirm (a reply lost, a timeout) are not
 //! judged from the trace: only the database settles them.
 
 mod commands;
+mod durability;
 mod effects;
 mod history;
 mod liveness;
@@ -167,6 +169,30 @@ pub struct Input<'a> {
     /// The `synchronous` levels the scenario asks of the store's and the
     /// receiver's connections.
     pub synchronous: Expected,
+    /// What recovery found after each power cut.
+    pub recoveries: &'a [crate::sim::Recovery],
+    /// Whether each database's settings promise that acknowledged commits
+    /// survive a power cut.
+    pub durable: Durable,
+}
+
+/// Which databases' settings promise durability across power loss.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Durable {
+    pub store: bool,
+    pub receiver: bool,
+}
+
+impl Durable {
+    /// WAL with FULL or EXTRA; a rollback journal only with EXTRA (FULL does
+    /// not sync the directory after deleting the journal).
+    pub fn promised(settings: &crate::store::SqliteSettings) -> bool {
+        use crate::store::{JournalMode, Synchronous};
+        match settings.journal_mode {
+            JournalMode::Wal => settings.synchronous >= Synchronous::Full,
+            JournalMode::Delete => settings.synchronous >= Synchronous::Extra,
+        }
+    }
 }
 
 /// Settings every connection must run with.
@@ -178,7 +204,8 @@ pub struct Expected {
 
 /// Runs every checker; violations come out sorted by invariant.
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
-    let history = History::from_events(input.events);
+    let mut history = History::from_events(input.events);
+    history.lost = durability::lost_commits(input, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
     violations.extend(effects::check(input, &history));
@@ -186,6 +213,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(replay::check(input, &history));
     violations.extend(liveness::check(input));
     violations.extend(settings::check(input, &history));
+    violations.extend(durability::check(input, &history));
     violations.sort_by_key(|violation| violation.invariant);
     violations
 }

@@ -9,7 +9,10 @@ use crate::workflow::replay;
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let by_workflow = input.snapshot.events_by_workflow();
-    for commit in &history.commits {
+    for (index, commit) in history.commits.iter().enumerate() {
+        if history.lost.contains(&index) {
+            continue;
+        }
         let append = commit.appended;
         let Some(events) = by_workflow.get(append.workflow_id.as_str()) else {
             continue;

@@ -42,7 +42,10 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     }
 
     let mut from_head: BTreeMap<(&str, u64), Vec<(u64, String)>> = BTreeMap::new();
-    for commit in &history.commits {
+    for (index, commit) in history.commits.iter().enumerate() {
+        if history.lost.contains(&index) {
+            continue;
+        }
         let append = commit.appended;
         if append.seq != append.expected_seq + 1 {
             violations.push(

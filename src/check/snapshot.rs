@@ -44,8 +44,18 @@ pub struct Snapshot {
     pub receiver_integrity: String,
 }
 
-fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+fn open_read_only(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection> {
+    match vfs {
+        None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX),
+        // After a power cut the WAL index is gone and must be rebuilt, which
+        // needs a connection that may write: it reads only, through the
+        // run's VFS so that recovery's own writes are part of the run's disk.
+        Some(vfs) => Connection::open_with_flags_and_vfs(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            vfs,
+        ),
+    }
 }
 
 fn integrity(conn: &Connection) -> rusqlite::Result<String> {
@@ -70,7 +80,12 @@ impl Snapshot {
     }
 
     pub fn read(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
-        let store = open_read_only(store_path)?;
+        Snapshot::read_via(store_path, receiver_path, None)
+    }
+
+    /// `read` through a named VFS (the crash VFS after a power cut).
+    pub fn read_via(store_path: &Path, receiver_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
+        let store = open_read_only(store_path, vfs)?;
         let events = store
             .prepare("SELECT workflow_id, seq, kind, payload FROM events ORDER BY workflow_id, seq")?
             .query_map([], |row| {
@@ -101,7 +116,7 @@ impl Snapshot {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let store_integrity = integrity(&store)?;
 
-        let receiver = open_read_only(receiver_path)?;
+        let receiver = open_read_only(receiver_path, vfs)?;
         let effects = receiver
             .prepare("SELECT effect_id, key, kind, payload, result FROM effects ORDER BY effect_id")?
             .query_map([], |row| {

@@ -160,7 +160,7 @@ fn run_scenario(
             if loaded.scenario.faults.swarm {
                 "swarm (drawn per seed)".to_string()
             } else {
-                loaded.scenario.faults.plan().describe()
+                loaded.scenario.fault_plan().describe()
             }
         );
     }

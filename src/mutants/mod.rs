@@ -22,8 +22,9 @@
 //! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
+//! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //!
-//! Mistakes 11–13 need leases and power loss and come with those features.
+//! Mistakes 11 and 12 need leases and come with them.
 
 mod engine;
 mod forward;
@@ -48,6 +49,9 @@ enum Settings {
     EveryOpen,
     /// Only the schema set-up's connection got them; later opens are plain.
     FirstOpenOnly,
+    /// The store's connections run with `synchronous=OFF`, whatever the
+    /// configuration says, and still acknowledge commits.
+    StoreSyncOff,
 }
 
 /// One known mistake, as an implementation.
@@ -81,7 +85,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7.
-pub static MUTANTS: [Mutant; 11] = [
+pub static MUTANTS: [Mutant; 12] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -159,6 +163,13 @@ pub static MUTANTS: [Mutant; 11] = [
         settings: Settings::FirstOpenOnly,
         ..BASE
     },
+    Mutant {
+        name: "sync_off",
+        mistake: 13,
+        description: "store commits acknowledged as durable while running synchronous=OFF",
+        settings: Settings::StoreSyncOff,
+        ..BASE
+    },
 ];
 
 /// The mutant called `name`.
@@ -210,16 +221,30 @@ struct MutantSystem {
 }
 
 impl MutantSystem {
-    fn open(&self, path: &Path, settings: &SqliteSettings) -> Result<Connection> {
+    fn open(&self, path: &Path, settings: &SqliteSettings, store: bool) -> Result<Connection> {
         Ok(match self.settings {
             Settings::EveryOpen => connection::open(path, settings)?,
+            // Mistake 13: "the log is fsynced elsewhere" / "OFF is faster".
+            Settings::StoreSyncOff if store => connection::open(
+                path,
+                &SqliteSettings {
+                    synchronous: crate::store::Synchronous::Off,
+                    ..*settings
+                },
+            )?,
+            Settings::StoreSyncOff => connection::open(path, settings)?,
             // Mistake 10: the set-up connection that created the schema got
             // every setting; the ones opened since get SQLite's defaults.
             // rusqlite installs a 5 s busy handler on open, which SQLite does
             // not; removing it models a plain sqlite3_open_v2 (and keeps the
             // simulation's one thread from sleeping on a lock).
             Settings::FirstOpenOnly => {
-                let conn = Connection::open(path)?;
+                // Plain, but through the run's VFS: the mistake is the
+                // settings, not where the bytes go.
+                let conn = match settings.vfs {
+                    Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)?,
+                    None => Connection::open(path)?,
+                };
                 conn.busy_timeout(std::time::Duration::ZERO)?;
                 conn
             }
@@ -229,12 +254,12 @@ impl MutantSystem {
 
 impl System for MutantSystem {
     fn open_store(&mut self) -> Result<Box<dyn Store>> {
-        let conn = self.open(&self.config.store_path, &self.config.store_sqlite)?;
+        let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
         Ok((self.store)(ReferenceStore::from_connection(conn)))
     }
 
     fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
-        let conn = self.open(&self.config.receiver_path, &self.config.receiver_sqlite)?;
+        let conn = self.open(&self.config.receiver_path, &self.config.receiver_sqlite, false)?;
         Ok((self.receiver)(ReferenceReceiver::from_connection(
             conn,
             self.config.hotel_failure,
@@ -258,6 +283,10 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        assert_eq!(mistakes, (1..=10).collect(), "mistakes 1-10 are all covered");
+        let covered: std::collections::BTreeSet<u8> = (1..=10).chain([13]).collect();
+        assert_eq!(
+            mistakes, covered,
+            "mistakes 1-10 and 13 are covered (11 and 12 need leases)"
+        );
     }
 }

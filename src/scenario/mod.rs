@@ -37,8 +37,37 @@ pub struct Scenario {
     pub timing: Timing,
     pub sqlite: SqliteConfig,
     pub faults: Faults,
-    /// Kills at fixed ticks, in addition to the seeded ones.
-    pub script: Vec<ScriptedKill>,
+    /// Power loss through the crash VFS (off unless `loss` or a scripted cut).
+    pub power: Power,
+    /// Kills and power cuts at fixed ticks, in addition to the seeded ones.
+    pub script: Vec<Scripted>,
+}
+
+/// Power loss: every actor at once loses its connection and each file keeps
+/// only what the disk model lets through (`vfs::crash`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Power {
+    /// Chance, per actor step in the fault phase, that power goes out at the
+    /// next write, sync, truncation or deletion. Default "0/1" (off).
+    pub loss: Ratio,
+    /// What a cut does to unsynced writes: "drop_unsynced" (default),
+    /// "random" (kept, lost, torn or garbled) or "keep_all" (process death only).
+    pub model: crate::vfs::crash::Model,
+}
+
+impl Scenario {
+    /// Every fault rate of the scenario, before any swarm draw.
+    pub fn fault_plan(&self) -> FaultPlan {
+        let mut plan = self.faults.plan();
+        plan.power_loss = self.power.loss;
+        plan
+    }
+
+    /// Whether runs of this scenario go through the crash VFS.
+    pub fn power_enabled(&self) -> bool {
+        !self.power.loss.is_zero() || self.script.iter().any(|entry| entry.power_cut)
+    }
 }
 
 /// How long a run lasts.
@@ -160,13 +189,18 @@ pub struct NetFaults {
     pub duplicate: Ratio,
 }
 
-/// A kill at a fixed tick.
+/// A fault at a fixed tick: a kill or a power cut.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptedKill {
+pub struct Scripted {
     pub tick: u64,
-    /// An actor (`"worker-1"`), a role (`"writers"`, `"workers"`, `"receivers"`) or `"all"`.
-    pub kill: String,
+    /// Kill an actor (`"worker-1"`), a role (`"writers"`, `"workers"`,
+    /// `"receivers"`) or `"all"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill: Option<String>,
+    /// Cut the power (at the next write, sync, truncation or deletion).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub power_cut: bool,
 }
 
 impl Default for Scenario {
@@ -180,6 +214,7 @@ impl Default for Scenario {
             timing: Timing::default(),
             sqlite: SqliteConfig::default(),
             faults: Faults::default(),
+            power: Power::default(),
             script: Vec::new(),
         }
     }
@@ -274,7 +309,8 @@ impl Faults {
         rates
     }
 
-    /// The plan as configured, before any swarm draw.
+    /// The plan as configured, before any swarm draw (without power loss,
+    /// which the scenario's `[power]` adds).
     pub fn plan(&self) -> FaultPlan {
         FaultPlan::fixed(self.kill_rates(), self.net.drop, self.net.duplicate, self.key_conflict)
     }
@@ -298,6 +334,7 @@ impl SqliteConfig {
             journal_mode: self.journal_mode,
             synchronous: self.synchronous,
             busy_timeout_ms: 0,
+            vfs: None,
         }
     }
 
@@ -459,8 +496,19 @@ impl Scenario {
                     ),
                 );
             }
-            if let Err(message) = self.kill_targets(&entry.kill) {
-                return fail(&format!("script[{index}].kill"), message);
+            match (&entry.kill, entry.power_cut) {
+                (Some(kill), false) => {
+                    if let Err(message) = self.kill_targets(kill) {
+                        return fail(&format!("script[{index}].kill"), message);
+                    }
+                }
+                (None, true) => {}
+                _ => {
+                    return fail(
+                        &format!("script[{index}].tick"),
+                        "a scripted fault is either `kill = \"…\"` or `power_cut = true`".to_string(),
+                    );
+                }
             }
         }
         Ok(())
@@ -468,7 +516,10 @@ impl Scenario {
 
     /// Whether every scripted kill still names existing actors.
     pub fn kill_targets_valid(&self) -> bool {
-        self.script.iter().all(|entry| self.kill_targets(&entry.kill).is_ok())
+        self.script
+            .iter()
+            .filter_map(|entry| entry.kill.as_deref())
+            .all(|kill| self.kill_targets(kill).is_ok())
     }
 
     /// The actors a scripted kill names, as (role, index) pairs.

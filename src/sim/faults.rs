@@ -25,7 +25,13 @@
 //! reuse its key with other core parameters; the receiver must reject it as
 //! a conflict and perform nothing (I7).
 //!
-//! Scripted kills (`[[script]]`) take down named actors at fixed ticks.
+//! Power loss (`[power]`, through the crash VFS of `vfs::crash`). Every actor
+//! loses its connection at once and each file keeps only what the disk model
+//! lets through: with `synchronous=FULL` in WAL mode, every acknowledged
+//! commit survives (I9), and effects never outlive the rows that caused them
+//! (I4); weaker settings may lose a tail, and the checkers say which.
+//!
+//! Scripted faults (`[[script]]`) kill named actors or cut the power at fixed ticks.
 //!
 //! All faults stop when the quiet phase begins.
 
@@ -145,6 +151,8 @@ pub struct FaultPlan {
     pub net_drop: Ratio,
     pub net_duplicate: Ratio,
     pub key_conflict: Ratio,
+    /// Chance per actor step that power goes out (see `scenario::Power`).
+    pub power_loss: Ratio,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
 }
@@ -157,6 +165,7 @@ impl FaultPlan {
             net_drop,
             net_duplicate,
             key_conflict,
+            power_loss: Ratio::ZERO,
             swarm: false,
         }
     }
@@ -200,6 +209,7 @@ impl FaultPlan {
             ("net.drop", self.net_drop),
             ("net.duplicate", self.net_duplicate),
             ("key_conflict", self.key_conflict),
+            ("power.loss", self.power_loss),
         ] {
             if !rate.is_zero() {
                 parts.push(format!("{name}={rate}"));
@@ -252,6 +262,9 @@ pub enum Fault {
     Duplicate { from: ActorId, send: u64 },
     /// Follow the `reply`-th confirmed reply to a worker with a key-conflict probe.
     Probe { reply: u64 },
+    /// Cut the power at the `point`-th persistence point (write, sync,
+    /// truncation or deletion) the crash VFS sees.
+    PowerCut { point: u64 },
 }
 
 /// A fault that fired, and when.

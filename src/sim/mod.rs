@@ -13,9 +13,11 @@
 pub mod ctx;
 pub mod faults;
 pub mod net;
+pub mod power;
 pub mod prng;
 pub mod queue;
 pub mod simulator;
 
 pub use ctx::{Ctx, TripRequest, World};
+pub use power::Recovery;
 pub use simulator::{RunOutput, SimError, Simulator};

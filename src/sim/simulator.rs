@@ -19,11 +19,13 @@ use rusqlite::Connection;
 use super::ctx::{Ctx, KillGate, TripRequest, World};
 use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use super::net::{Address, Message};
+use super::power::{Power, Recovery};
 use super::prng::Prng;
 use super::queue::Queue;
 use crate::actors::{Actor, ActorId, Next, Role};
+use crate::check::Snapshot;
 use crate::scenario::Scenario;
-use crate::store::{self, Request, StoreError, System, SystemConfig};
+use crate::store::{self, Implementation, Request, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder, TraceEvent};
 use crate::workflow::payload;
 use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
@@ -40,6 +42,8 @@ pub enum SimError {
     Setup(#[from] StoreError),
     #[error("opening the observer connection: {0}")]
     Observer(#[from] rusqlite::Error),
+    #[error("registering the crash VFS: {0}")]
+    Vfs(#[from] crate::vfs::VfsError),
 }
 
 /// What a run produced, for the checkers and the reports.
@@ -59,6 +63,8 @@ pub struct RunOutput {
     pub settled: bool,
     pub store_path: PathBuf,
     pub receiver_path: PathBuf,
+    /// What recovery found after each power cut.
+    pub recoveries: Vec<Recovery>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -114,8 +120,14 @@ pub struct Simulator<'a> {
     now: u64,
     queue: Queue<Event>,
     slots: Vec<Slot>,
-    system: Box<dyn System>,
-    observer: Connection,
+    implementation: &'static dyn Implementation,
+    config: SystemConfig,
+    /// Absent between a power cut and its recovery.
+    system: Option<Box<dyn System>>,
+    observer: Option<Connection>,
+    /// Power loss, when the scenario (or a forced schedule) has any.
+    power: Option<Power>,
+    recoveries: Vec<Recovery>,
     trace: Recorder,
     kills: KillCounters,
     source: FaultSource,
@@ -148,16 +160,30 @@ impl<'a> Simulator<'a> {
             crate::mutants::resolve(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
         let store_path = dir.join("store.db");
         let receiver_path = dir.join("receiver.db");
-        let system = implementation.system(&SystemConfig {
+        let forced_cut = matches!(&source, FaultSource::Forced(faults)
+            if faults.iter().any(|fault| matches!(fault, Fault::PowerCut { .. })));
+        let power = if scenario.power_enabled() || forced_cut {
+            Some(Power::new(seed, scenario.power.model, &source)?)
+        } else {
+            None
+        };
+        let (mut store_sqlite, mut receiver_sqlite) =
+            (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
+        if let Some(power) = &power {
+            store_sqlite.vfs = Some(power.vfs.name());
+            receiver_sqlite.vfs = Some(power.vfs.name());
+        }
+        let config = SystemConfig {
             store_path: store_path.clone(),
             receiver_path: receiver_path.clone(),
-            store_sqlite: scenario.sqlite.store_settings(),
-            receiver_sqlite: scenario.sqlite.receiver_settings(),
+            store_sqlite,
+            receiver_sqlite,
             hotel_failure: scenario.workload.hotel_failure,
-        })?;
-        let observer = store::connection::open(&store_path, &scenario.sqlite.store_settings())?;
+        };
+        let system = implementation.system(&config)?;
+        let observer = store::connection::open(&store_path, &config.store_sqlite)?;
 
-        let mut plan = scenario.faults.plan();
+        let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
@@ -203,8 +229,12 @@ impl<'a> Simulator<'a> {
             now: 0,
             queue: Queue::default(),
             slots,
-            system,
-            observer,
+            implementation,
+            config,
+            system: Some(system),
+            observer: Some(observer),
+            power,
+            recoveries: Vec::new(),
             trace: Recorder::new(),
             kills: KillCounters::default(),
             source,
@@ -245,6 +275,9 @@ impl<'a> Simulator<'a> {
                 break;
             }
             self.now = tick;
+            if let Some(power) = &self.power {
+                power.vfs.set_clock(tick);
+            }
             match event {
                 Event::Step { slot, token } => self.step(slot, token),
                 Event::Deliver { to, message } => self.deliver(to, message),
@@ -253,14 +286,17 @@ impl<'a> Simulator<'a> {
                 Event::SettleCheck => self.settle_check(),
                 Event::Script { index } => self.script(index),
             }
+            if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {
+                self.power_cut();
+            }
             if self.settled {
                 break;
             }
         }
         // Closing every connection rolls back what is open and checkpoints the WAL.
+        self.observer = None;
         self.slots.clear();
-        drop(self.system);
-        drop(self.observer);
+        self.system = None;
         RunOutput {
             seed: self.seed,
             events: self.trace.into_events(),
@@ -273,6 +309,7 @@ impl<'a> Simulator<'a> {
             settled: self.settled,
             store_path: self.store_path,
             receiver_path: self.receiver_path,
+            recoveries: self.recoveries,
         }
     }
 
@@ -304,7 +341,14 @@ impl<'a> Simulator<'a> {
         let next = match self.slots[slot].life {
             Life::Down => return,
             Life::Booting => self.boot(slot),
-            Life::Up(_) => self.actor_step(slot),
+            Life::Up(_) => {
+                if self.phase == Phase::Faults
+                    && let Some(power) = &mut self.power
+                {
+                    power.draw(self.plan.power_loss);
+                }
+                self.actor_step(slot)
+            }
         };
         if next != Next::Busy {
             self.slots[slot].busy_streak = 0;
@@ -343,7 +387,16 @@ impl<'a> Simulator<'a> {
 
     fn boot(&mut self, slot: usize) -> Next {
         let role = self.slots[slot].id.role;
-        match Actor::open(role, &mut *self.system) {
+        let Some(system) = self.system.as_deref_mut() else {
+            let id = self.slots[slot].id;
+            let op = Op::Failed {
+                step: "open".to_string(),
+                error: "the databases are not recovered".to_string(),
+            };
+            self.record(id, op);
+            return Next::Sleep(self.world.timing.poll_ticks);
+        };
+        match Actor::open(role, system) {
             Ok(actor) => {
                 // Read back what the new connection really runs with: the
                 // per-connection PRAGMAs must be applied on every open (I9).
@@ -644,6 +697,9 @@ impl<'a> Simulator<'a> {
 
     fn quiet(&mut self) {
         self.phase = Phase::Quiet;
+        if let Some(power) = &mut self.power {
+            power.quiet();
+        }
         self.record(ActorId::SIM, Op::Quiet);
         for slot in 0..self.slots.len() {
             let entry = &self.slots[slot];
@@ -655,13 +711,102 @@ impl<'a> Simulator<'a> {
     }
 
     fn script(&mut self, index: usize) {
-        let target = self.scenario.script[index].kill.clone();
+        let Some(target) = self.scenario.script[index].kill.clone() else {
+            if let Some(power) = &mut self.power {
+                power.script();
+            }
+            return;
+        };
         let targets = self.scenario.kill_targets(&target).unwrap_or_default();
         for (role, actor) in targets {
             if let Some(slot) = self.slot_of(ActorId::new(role, actor)) {
                 self.kill(slot, "script");
             }
         }
+    }
+
+    /// The power went out: every actor dies at once, the files are rewritten
+    /// as the disk model leaves them, and what recovery finds is recorded for
+    /// the checkers (I9, I4). Then the run goes on: actors restart as after
+    /// kills and recover from what survived.
+    fn power_cut(&mut self) {
+        let Some(point) = self.power.as_ref().and_then(Power::cut) else {
+            return;
+        };
+        let model = self.scenario.power.model.name().to_string();
+        self.record(ActorId::SIM, Op::PowerCut { point, model });
+        // Their connections close with the power out: nothing more is written.
+        self.observer = None;
+        for slot in 0..self.slots.len() {
+            if !matches!(self.slots[slot].life, Life::Down) {
+                self.kill(slot, "power_cut");
+            }
+        }
+        self.system = None;
+        let power = self.power.as_mut().expect("checked above");
+        let vfs = power.vfs.name();
+        match power.restore(point) {
+            Ok((drawn, restored)) => {
+                if drawn {
+                    self.injected.push(Injected {
+                        tick: self.now,
+                        fault: Fault::PowerCut { point },
+                    });
+                }
+                self.record(
+                    ActorId::SIM,
+                    Op::Restored {
+                        kept: restored.kept,
+                        lost: restored.lost,
+                        torn: restored.torn,
+                    },
+                );
+            }
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "restore".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+        match Snapshot::read_via(&self.store_path, &self.receiver_path, Some(vfs)) {
+            Ok(snapshot) => {
+                self.record(
+                    ActorId::SIM,
+                    Op::Recovered {
+                        events: snapshot.events.len(),
+                        outbox: snapshot.outbox.len(),
+                        effects: snapshot.effects.len(),
+                        store_integrity: snapshot.store_integrity.clone(),
+                        receiver_integrity: snapshot.receiver_integrity.clone(),
+                    },
+                );
+                self.recoveries.push(Recovery {
+                    tick: self.now,
+                    point,
+                    snapshot,
+                });
+            }
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "recovery".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+        match self.implementation.system(&self.config) {
+            Ok(system) => self.system = Some(system),
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "recovery".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+        self.observer = store::connection::open(&self.store_path, &self.config.store_sqlite).ok();
     }
 
     fn settle_check(&mut self) {
@@ -687,16 +832,18 @@ impl<'a> Simulator<'a> {
         if busy {
             return false;
         }
+        let Some(observer) = &self.observer else {
+            return false;
+        };
         let query = || -> rusqlite::Result<bool> {
             let pending: i64 =
-                self.observer
-                    .query_row("SELECT COUNT(*) FROM outbox WHERE processed_at IS NULL", [], |row| {
-                        row.get(0)
-                    })?;
+                observer.query_row("SELECT COUNT(*) FROM outbox WHERE processed_at IS NULL", [], |row| {
+                    row.get(0)
+                })?;
             if pending > 0 {
                 return Ok(false);
             }
-            let terminal: i64 = self.observer.query_row(
+            let terminal: i64 = observer.query_row(
                 "SELECT COUNT(*) FROM events e
                   WHERE e.seq = (SELECT MAX(seq) FROM events m WHERE m.workflow_id = e.workflow_id)
                     AND e.kind IN (?1, ?2)",

@@ -81,6 +81,11 @@ pub struct SqliteSettings {
     /// Per connection, in milliseconds. The simulator uses 0: in one thread a
     /// connection that waits for a lock waits for itself (see `sim`).
     pub busy_timeout_ms: u32,
+    /// The VFS every connection goes through, by name (`None`: SQLite's
+    /// default). The simulator sets its crash VFS here for power-loss runs;
+    /// the store only passes it on.
+    #[serde(skip)]
+    pub vfs: Option<&'static str>,
 }
 
 impl Default for SqliteSettings {
@@ -89,13 +94,15 @@ impl Default for SqliteSettings {
             journal_mode: JournalMode::Wal,
             synchronous: Synchronous::Full,
             busy_timeout_ms: 5_000,
+            vfs: None,
         }
     }
 }
 
-/// Opens `path` (creating it if needed) and applies every setting.
+/// Opens `path` (creating it if needed, through `settings.vfs`) and applies
+/// every setting.
 pub fn open(path: &Path, settings: &SqliteSettings) -> rusqlite::Result<Connection> {
-    open_via(path, settings, None)
+    open_via(path, settings, settings.vfs)
 }
 
 /// `open` through a registered VFS (`None`: SQLite's default), such as the

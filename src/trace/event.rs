@@ -176,6 +176,25 @@ pub enum Op {
         to: ActorId,
         replay: bool,
     },
+    /// The power went out at this persistence point of the crash VFS.
+    PowerCut {
+        point: u64,
+        model: String,
+    },
+    /// The disk model rewrote the files: unsynced operations kept, lost, torn.
+    Restored {
+        kept: u64,
+        lost: u64,
+        torn: u64,
+    },
+    /// What the recovered databases hold right after the cut.
+    Recovered {
+        events: usize,
+        outbox: usize,
+        effects: usize,
+        store_integrity: String,
+        receiver_integrity: String,
+    },
     /// A hint sent to another actor (see `sim::net::Message::Nudge`).
     Nudge {
         workflow_id: String,

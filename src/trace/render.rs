@@ -112,6 +112,19 @@ pub fn describe(op: &Op) -> String {
             "DISPATCH {command_id} -> {to} ({})",
             if *replay { "during replay" } else { "before commit" }
         ),
+        Op::PowerCut { point, model } => format!("== POWER CUT at persistence point {point} ({model}) =="),
+        Op::Restored { kept, lost, torn } => {
+            format!("disk after the cut: {kept} unsynced operation(s) kept, {lost} lost, {torn} torn")
+        }
+        Op::Recovered {
+            events,
+            outbox,
+            effects,
+            store_integrity,
+            receiver_integrity,
+        } => format!(
+            "recovered: {events} events, {outbox} outbox rows, {effects} effects; integrity {store_integrity} / {receiver_integrity}"
+        ),
         Op::Nudge { workflow_id, to } => format!("nudge {to} about {workflow_id}"),
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),

@@ -361,6 +361,11 @@ impl CrashVfs {
         self.state().cut_at = Some(point);
     }
 
+    /// No cut planned.
+    pub fn disarm(&self) {
+        self.state().cut_at = None;
+    }
+
     /// Power goes out at the next persistence point. Returns that point.
     pub fn arm_next(&self) -> u64 {
         let mut state = self.state();

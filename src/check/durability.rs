@@ -1,0 +1,140 @@
+//! I9 durability and I4 across power cuts, judged on what recovery found
+//! right after each cut (`sim::Recovery`), before the run went on.
+//!
+//! - I9: `PRAGMA integrity_check` passes after every cut; and where the
+//!   settings promise durability (WAL with `synchronous` FULL or EXTRA, a
+//!   rollback journal with EXTRA), every commit acknowledged before the cut
+//!   is still there: appended events, rows marked done, receivers' effects.
+//!   Weaker settings may lose a tail; that is counted, not judged.
+//! - I4: no effect at a receiver outlives the outbox row that caused it. An
+//!   effect is only ever applied after its row committed, so with durable
+//!   settings on both databases this cannot happen; with the store on
+//!   NORMAL and the receiver on FULL it can (a ghost effect).
+
+use std::collections::BTreeSet;
+
+use super::{History, Input, Invariant, Violation};
+
+/// Indices (into `history.commits`) of commits whose event a cut lost: a
+/// commit is lost if the first recovery after it lacks its event.
+pub fn lost_commits(input: &Input<'_>, history: &History<'_>) -> BTreeSet<usize> {
+    let mut lost = BTreeSet::new();
+    for (index, commit) in history.commits.iter().enumerate() {
+        let Some(cut) = history.cuts.iter().position(|(at, _, _)| *at > commit.index) else {
+            continue;
+        };
+        let Some(recovery) = input.recoveries.get(cut) else {
+            continue;
+        };
+        let append = commit.appended;
+        let present = recovery.snapshot.events.iter().any(|event| {
+            event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind
+        });
+        if !present {
+            lost.insert(index);
+        }
+    }
+    lost
+}
+
+pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut reported: BTreeSet<String> = BTreeSet::new();
+    for (recovery, (cut_index, tick, point)) in input.recoveries.iter().zip(&history.cuts) {
+        let snapshot = &recovery.snapshot;
+        let at = format!("the power cut at tick {tick} (persistence point {point})");
+        for (file, verdict) in [
+            ("store", &snapshot.store_integrity),
+            ("receiver", &snapshot.receiver_integrity),
+        ] {
+            if verdict != "ok" {
+                violations.push(
+                    Violation::new(
+                        Invariant::I9,
+                        format!("after {at}, integrity_check of the {file}: {verdict}"),
+                    )
+                    .ticks([*tick]),
+                );
+            }
+        }
+        if input.durable.store {
+            for commit in history.commits.iter().filter(|commit| commit.index < *cut_index) {
+                let append = commit.appended;
+                let name = format!("{}#{}", append.workflow_id, append.seq);
+                let present = snapshot.events.iter().any(|event| {
+                    event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind
+                });
+                if !present && reported.insert(name.clone()) {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I9,
+                            format!(
+                                "{name} ({}) was acknowledged to {} at tick {} and lost in {at}",
+                                append.kind, commit.actor, commit.tick
+                            ),
+                        )
+                        .workflow(&append.workflow_id)
+                        .seq(append.seq)
+                        .ticks([commit.tick, *tick]),
+                    );
+                }
+            }
+            for (index, command_id) in &history.marked {
+                if index >= cut_index {
+                    continue;
+                }
+                let row = snapshot.outbox.iter().find(|row| row.command_id == *command_id);
+                if row.is_some_and(|row| !row.done) && reported.insert(format!("done {command_id}")) {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I9,
+                            format!("{command_id} was acknowledged as marked done and is pending again after {at}"),
+                        )
+                        .command(command_id)
+                        .ticks([*tick]),
+                    );
+                }
+            }
+        }
+        if input.durable.receiver {
+            for acked in history.effects_acked.iter().filter(|acked| acked.index < *cut_index) {
+                let present = snapshot
+                    .effects
+                    .iter()
+                    .any(|effect| effect.effect_id == acked.effect_id);
+                if !present && reported.insert(format!("effect {}", acked.effect_id)) {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I9,
+                            format!(
+                                "effect #{} for key {} was committed by its receiver at tick {} and lost in {at}",
+                                acked.effect_id, acked.key, acked.tick
+                            ),
+                        )
+                        .command(history.command_of(acked.key))
+                        .ticks([acked.tick, *tick]),
+                    );
+                }
+            }
+        }
+        let rows = snapshot.rows_by_id();
+        for effect in &snapshot.effects {
+            let command = history.command_of(&effect.key);
+            if !rows.contains_key(command) && reported.insert(format!("ghost {}", effect.effect_id)) {
+                violations.push(
+                    Violation::new(
+                        Invariant::I4,
+                        format!(
+                            "after {at}, effect #{} ({}) of {command} survives at the receiver but its outbox row \
+                             does not: a ghost effect",
+                            effect.effect_id, effect.kind
+                        ),
+                    )
+                    .command(command)
+                    .ticks([*tick]),
+                );
+            }
+        }
+    }
+    violations
+}

@@ -1,0 +1,126 @@
+//! Power loss in a run: the crash VFS every connection goes through, when
+//! the power goes out, and what recovery found.
+//!
+//! A cut is armed at a persistence point (a write, sync, truncation or
+//! deletion the VFS sees): drawn per actor step with the scenario's
+//! `power.loss` rate ("at the next point"), scripted at a tick, or forced
+//! from a recorded schedule. Arming at a point rather than cutting between
+//! steps means a drawn cut and its forced replay happen at the same byte.
+//! The cut itself (every actor dies, the files are rewritten, recovery is
+//! judged) is `Simulator::power_cut`.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::faults::{Fault, FaultSource};
+use super::prng::Prng;
+use crate::check::Snapshot;
+use crate::ratio::Ratio;
+use crate::vfs::crash::{CrashVfs, Model, Restored, pin_sqlite_prng};
+use crate::vfs::shim::VfsError;
+
+/// What the databases held right after a cut, once recovered.
+#[derive(Clone, Debug)]
+pub struct Recovery {
+    /// The tick the power went out at.
+    pub tick: u64,
+    /// The persistence point it went out at.
+    pub point: u64,
+    pub snapshot: Snapshot,
+}
+
+pub struct Power {
+    pub vfs: CrashVfs,
+    /// Points at which the power goes out: forced, scripted or drawn.
+    cuts: BTreeSet<u64>,
+    /// Which of them were drawn: the schedule records those (scripted cuts
+    /// belong to the scenario, forced ones came from a schedule).
+    drawn: BTreeSet<u64>,
+    /// Whether cuts are drawn (not forced).
+    drawing: bool,
+    decide: Prng,
+    restore: Prng,
+}
+
+impl Power {
+    /// A fresh crash VFS for one run, with SQLite's own PRNG pinned to the seed.
+    pub fn new(seed: u64, model: Model, source: &FaultSource) -> Result<Power, VfsError> {
+        // VFS registrations are permanent and process-wide: one name per run.
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let name = format!("crashsim-{seed:016x}-{}", RUNS.fetch_add(1, Ordering::Relaxed));
+        let vfs = CrashVfs::register(&name, model)?;
+        pin_sqlite_prng(seed);
+        let (drawing, cuts) = match source {
+            FaultSource::Drawn => (true, BTreeSet::new()),
+            FaultSource::Forced(faults) => (
+                false,
+                faults
+                    .iter()
+                    .filter_map(|fault| match fault {
+                        Fault::PowerCut { point } => Some(*point),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        };
+        let power = Power {
+            vfs,
+            cuts,
+            drawn: BTreeSet::new(),
+            drawing,
+            decide: Prng::derive(seed, "power/loss"),
+            restore: Prng::derive(seed, "power/restore"),
+        };
+        power.rearm();
+        Ok(power)
+    }
+
+    fn rearm(&self) {
+        match self.cuts.first() {
+            Some(point) => self.vfs.arm(*point),
+            None => self.vfs.disarm(),
+        }
+    }
+
+    /// Before an actor step in the fault phase: with probability `rate`, the
+    /// power goes out at the next persistence point (unless a cut is pending).
+    pub fn draw(&mut self, rate: Ratio) {
+        if !self.drawing || !self.cuts.is_empty() || !self.decide.chance(rate) {
+            return;
+        }
+        let point = self.vfs.points() + 1;
+        self.cuts.insert(point);
+        self.drawn.insert(point);
+        self.rearm();
+    }
+
+    /// A scripted cut: at the next persistence point.
+    pub fn script(&mut self) {
+        self.cuts.insert(self.vfs.points() + 1);
+        self.rearm();
+    }
+
+    /// The quiet phase: no more cuts.
+    pub fn quiet(&mut self) {
+        self.cuts.clear();
+        self.drawn.clear();
+        self.vfs.disarm();
+    }
+
+    /// The point the power just went out at, if it did.
+    pub fn cut(&self) -> Option<u64> {
+        self.vfs.cut_point()
+    }
+
+    /// After the cut at `point`: forgets the points up to it, rewrites the
+    /// files and powers the disk back on. Returns whether the cut was drawn
+    /// (and so belongs in the schedule), and what the restore did.
+    pub fn restore(&mut self, point: u64) -> std::io::Result<(bool, Restored)> {
+        let drawn = self.drawn.contains(&point);
+        self.cuts.retain(|cut| *cut > point);
+        self.drawn.retain(|cut| *cut > point);
+        let restored = self.vfs.restore(&mut self.restore)?;
+        self.rearm();
+        Ok((drawn, restored))
+    }
+}
