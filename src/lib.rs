@@ -7,7 +7,7 @@
 //! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
 //! - `actors`    writers, workers and receivers: step machines over their own connections.
 //! - `store`     the code under test: traits, the reference and group-commit implementations; unaware of the sim.
-//! - `vfs`       SQLite VFS shims registered through `rusqlite::ffi`: a counting VFS (syncs per commit).
+//! - `vfs`       SQLite VFS shims through `rusqlite::ffi`: the forwarding shim, a counting VFS, the crash VFS (power loss).
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
@@ -18,6 +18,7 @@
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
 //! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
 //! - `report`    files under `reports/`: JSON, JUnit, Markdown, failing seeds' traces and HTML pages, written atomically.
+//! - `durability` what power cuts do under each setting (the table), and every cut point of a run enumerated.
 //! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
 //! - `cli`       the command line (clap): run, replay, shrink, mutants, bench, list.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
@@ -28,6 +29,7 @@ pub mod capsule;
 pub mod check;
 pub mod cli;
 pub mod detect;
+pub mod durability;
 pub mod exit;
 pub mod model;
 pub mod mutants;

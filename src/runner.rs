@@ -35,6 +35,9 @@ pub struct SeedResult {
     /// Every fault that fired, in order (a forced replay reproduces the run).
     #[serde(skip)]
     pub injected: Vec<Injected>,
+    /// Persistence points of the fault phase, for power-loss runs.
+    #[serde(skip)]
+    pub fault_points: Option<u64>,
     /// The trace, kept when asked for (replay) or when the seed failed.
     #[serde(skip)]
     pub events: Option<Vec<TraceEvent>>,
@@ -133,6 +136,7 @@ pub fn run_seed_with(
         faults: output.plan.describe(),
         kills: output.kills,
         injected: output.injected,
+        fault_points: output.fault_points,
         events: (!ok || options.keep_traces).then_some(output.events),
         snapshot: (!ok || options.keep_traces).then_some(snapshot),
         kept_dir,

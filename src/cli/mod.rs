@@ -4,6 +4,7 @@
 //! progress, throughput): it reports on a run, it never steers one.
 
 mod bench;
+mod durability;
 mod list;
 mod mutants;
 mod output;
@@ -37,6 +38,9 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Measure how fast each known mistake is caught (the detection table).
     Mutants(MutantsArgs),
+    /// What power cuts do under each journal mode, synchronous level and
+    /// disk model; or, with --exhaustive, every cut point of one run.
+    Durability(DurabilityArgs),
     /// Minimise a failing seed while the same invariant keeps failing, and
     /// write a replay capsule.
     Shrink(ShrinkArgs),
@@ -167,6 +171,38 @@ pub struct MutantsArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct DurabilityArgs {
+    /// Seeded power cuts per row of the table.
+    #[arg(long, default_value_t = 300)]
+    pub cuts: u64,
+    /// The seed the cut points (and, with --exhaustive, the run) derive from.
+    #[arg(long, value_parser = parse_seed_arg, default_value = "0")]
+    pub seed: u64,
+    /// Cut the power at every persistence point of this scenario's run instead.
+    #[arg(long, value_name = "SCENARIO")]
+    pub exhaustive: Option<PathBuf>,
+    /// With --exhaustive: only every n-th point.
+    #[arg(long, default_value_t = 1)]
+    pub every: u64,
+    /// With --exhaustive: at most this many cuts.
+    #[arg(long)]
+    pub max_points: Option<u64>,
+    /// With --exhaustive: run this mutant instead of the scenario's `store`.
+    #[arg(long)]
+    pub mutant: Option<String>,
+    /// Rows measured in parallel (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where the databases are created.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    #[command(flatten)]
+    pub reports: ReportArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct ShrinkArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
@@ -239,6 +275,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Replay(args) => replay::replay(&args),
         Command::Shrink(args) => shrink::shrink(&args),
         Command::Mutants(args) => mutants::mutants(&args),
+        Command::Durability(args) => durability::durability(&args),
         Command::List(args) => list::list(&args),
         Command::Bench(args) => bench::bench(&args),
     };

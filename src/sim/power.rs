@@ -10,13 +10,12 @@
 //! judged) is `Simulator::power_cut`.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::faults::{Fault, FaultSource};
 use super::prng::Prng;
 use crate::check::Snapshot;
 use crate::ratio::Ratio;
-use crate::vfs::crash::{CrashVfs, Model, Restored, pin_sqlite_prng};
+use crate::vfs::crash::{CrashVfs, Model, Restored, pin_sqlite_prng, unique_name};
 use crate::vfs::shim::VfsError;
 
 /// What the databases held right after a cut, once recovered.
@@ -46,9 +45,7 @@ impl Power {
     /// A fresh crash VFS for one run, with SQLite's own PRNG pinned to the seed.
     pub fn new(seed: u64, model: Model, source: &FaultSource) -> Result<Power, VfsError> {
         // VFS registrations are permanent and process-wide: one name per run.
-        static RUNS: AtomicU64 = AtomicU64::new(0);
-        let name = format!("crashsim-{seed:016x}-{}", RUNS.fetch_add(1, Ordering::Relaxed));
-        let vfs = CrashVfs::register(&name, model)?;
+        let vfs = CrashVfs::register(&unique_name(&format!("{seed:016x}")), model)?;
         pin_sqlite_prng(seed);
         let (drawing, cuts) = match source {
             FaultSource::Drawn => (true, BTreeSet::new()),
@@ -63,16 +60,21 @@ impl Power {
                     .collect(),
             ),
         };
-        let power = Power {
+        Ok(Power {
             vfs,
             cuts,
             drawn: BTreeSet::new(),
             drawing,
             decide: Prng::derive(seed, "power/loss"),
             restore: Prng::derive(seed, "power/restore"),
-        };
-        power.rearm();
-        Ok(power)
+        })
+    }
+
+    /// The run begins: points count from here (the set-up's writes are not
+    /// places a cut can hit) and forced cuts are armed.
+    pub fn start(&self) {
+        self.vfs.reset_points();
+        self.rearm();
     }
 
     fn rearm(&self) {
@@ -100,11 +102,13 @@ impl Power {
         self.rearm();
     }
 
-    /// The quiet phase: no more cuts.
-    pub fn quiet(&mut self) {
+    /// The quiet phase: no more cuts. Returns the persistence points the
+    /// fault phase had (the ones a cut could have hit).
+    pub fn quiet(&mut self) -> u64 {
         self.cuts.clear();
         self.drawn.clear();
         self.vfs.disarm();
+        self.vfs.points()
     }
 
     /// The point the power just went out at, if it did.

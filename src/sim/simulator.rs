@@ -65,6 +65,9 @@ pub struct RunOutput {
     pub receiver_path: PathBuf,
     /// What recovery found after each power cut.
     pub recoveries: Vec<Recovery>,
+    /// Persistence points the crash VFS saw during the fault phase (the
+    /// points a cut could hit), for power-loss runs that reached the quiet phase.
+    pub fault_points: Option<u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -128,6 +131,7 @@ pub struct Simulator<'a> {
     /// Power loss, when the scenario (or a forced schedule) has any.
     power: Option<Power>,
     recoveries: Vec<Recovery>,
+    fault_points: Option<u64>,
     trace: Recorder,
     kills: KillCounters,
     source: FaultSource,
@@ -235,6 +239,7 @@ impl<'a> Simulator<'a> {
             observer: Some(observer),
             power,
             recoveries: Vec::new(),
+            fault_points: None,
             trace: Recorder::new(),
             kills: KillCounters::default(),
             source,
@@ -253,6 +258,9 @@ impl<'a> Simulator<'a> {
             store_path,
             receiver_path,
         };
+        if let Some(power) = &simulator.power {
+            power.start();
+        }
         for slot in 0..simulator.slots.len() {
             simulator.wake(slot, 0);
         }
@@ -293,6 +301,10 @@ impl<'a> Simulator<'a> {
                 break;
             }
         }
+        // A run that settled before its quiet phase made all its points in faults.
+        if self.fault_points.is_none() {
+            self.fault_points = self.power.as_ref().map(|power| power.vfs.points());
+        }
         // Closing every connection rolls back what is open and checkpoints the WAL.
         self.observer = None;
         self.slots.clear();
@@ -310,6 +322,7 @@ impl<'a> Simulator<'a> {
             store_path: self.store_path,
             receiver_path: self.receiver_path,
             recoveries: self.recoveries,
+            fault_points: self.fault_points,
         }
     }
 
@@ -698,7 +711,7 @@ impl<'a> Simulator<'a> {
     fn quiet(&mut self) {
         self.phase = Phase::Quiet;
         if let Some(power) = &mut self.power {
-            power.quiet();
+            self.fault_points = Some(power.quiet());
         }
         self.record(ActorId::SIM, Op::Quiet);
         for slot in 0..self.slots.len() {

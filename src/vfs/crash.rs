@@ -361,6 +361,12 @@ impl CrashVfs {
         self.state().cut_at = Some(point);
     }
 
+    /// Counts persistence points from zero again (a run counts its own,
+    /// after its set-up).
+    pub fn reset_points(&self) {
+        self.state().points = 0;
+    }
+
     /// No cut planned.
     pub fn disarm(&self) {
         self.state().cut_at = None;
@@ -518,6 +524,13 @@ impl Fate {
             Fate::Lose
         }
     }
+}
+
+/// A VFS name no registration in this process has used (registrations are
+/// permanent, so every run or measurement needs its own).
+pub fn unique_name(label: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("crashsim-{label}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Pins SQLite's own PRNG (WAL salts, temporary names) to `seed`.

@@ -190,6 +190,7 @@ fn hostile_result() -> SeedResult {
         faults: "writer.before_commit=1/30 net.drop=1/50".into(),
         kills: Default::default(),
         injected: Vec::new(),
+        fault_points: None,
         events: Some(events),
         snapshot: Some(snapshot),
         kept_dir: None,

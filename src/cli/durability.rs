@@ -1,0 +1,198 @@
+//! `crashsim durability`: the durability table (settings × disk models ×
+//! seeded cuts), or with `--exhaustive SCENARIO` every cut point of a run.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use anyhow::{Context, bail};
+
+use super::output::thousands;
+use super::{DurabilityArgs, Format};
+use crate::durability::exhaustive::{self, Enumeration};
+use crate::durability::table::{self, Row, as_documented, share};
+use crate::exit::Exit;
+use crate::report::{self, atomic};
+use crate::runner::{self, Options};
+use crate::scenario;
+
+pub fn durability(args: &DurabilityArgs) -> anyhow::Result<Exit> {
+    let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
+    if !work_dir.is_dir() {
+        bail!("--dir {}: not a directory", work_dir.display());
+    }
+    match &args.exhaustive {
+        Some(path) => enumerate(args, path, &work_dir),
+        None => table(args, &work_dir),
+    }
+}
+
+fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
+    if args.cuts == 0 {
+        bail!("--cuts must be at least 1");
+    }
+    let configs = table::default_configs();
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .clamp(1, configs.len());
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "wall time reports speed; it never steers a run"
+    )]
+    let started = std::time::Instant::now();
+    let rows: Mutex<Vec<Option<std::io::Result<Row>>>> = Mutex::new((0..configs.len()).map(|_| None).collect());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(config) = configs.get(index) else { break };
+                    let row = table::measure(config, args.cuts, args.seed, work_dir);
+                    rows.lock().expect("no panics while locked")[index] = Some(row);
+                }
+            });
+        }
+    });
+    let rows: Vec<Row> = rows
+        .into_inner()
+        .expect("no panics while locked")
+        .into_iter()
+        .map(|row| row.expect("every row ran"))
+        .collect::<std::io::Result<_>>()
+        .context("running the durability workload")?;
+    let seconds = started.elapsed().as_secs_f64();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        Format::Human => {
+            writeln!(out, "{}", render(&rows))?;
+            writeln!(
+                out,
+                "{} cuts per row, {} rows, {seconds:.1} s; a row is as documented when settings that promise \
+                 durability lose nothing and stay consistent",
+                args.cuts,
+                rows.len()
+            )?;
+        }
+        Format::Json => {
+            for row in &rows {
+                writeln!(out, "{}", serde_json::to_string(row).expect("rows serialise"))?;
+            }
+        }
+    }
+    if let Some(root) = args.reports.root() {
+        let dir = root.join("durability");
+        let summary = serde_json::json!({
+            "cuts": args.cuts,
+            "seed": args.seed,
+            "seconds": seconds,
+            "git_commit": crate::platform::git_commit(),
+            "sqlite_version": crate::platform::sqlite_version(),
+            "rows": rows,
+        });
+        report::write_json(&dir.join("summary.json"), &summary)?;
+        let markdown = format!("# crashsim durability\n\n```text\n{}\n```\n", render(&rows));
+        atomic::write(&dir.join("summary.md"), markdown.as_bytes())?;
+    }
+    let surprising: Vec<&Row> = rows.iter().filter(|row| !as_documented(row)).collect();
+    Ok(if surprising.is_empty() {
+        Exit::Pass
+    } else {
+        Exit::Violation
+    })
+}
+
+fn render(rows: &[Row]) -> String {
+    let mut text = format!(
+        "{:<8} {:<12} {:<14} {:>6} {:>7}  {:<22} {:>8}  {:<9} {:>12}  {}\n",
+        "journal",
+        "synchronous",
+        "model",
+        "cuts",
+        "points",
+        "runs losing acked",
+        "max lost",
+        "tail only",
+        "inconsistent",
+        "verdict"
+    );
+    for row in rows {
+        text.push_str(&format!(
+            "{:<8} {:<12} {:<14} {:>6} {:>7}  {:<22} {:>8}  {:<9} {:>12}  {}\n",
+            format!("{:?}", row.journal_mode).to_lowercase(),
+            format!("{:?}", row.synchronous).to_lowercase(),
+            row.model.name(),
+            row.cuts,
+            thousands(row.points),
+            share(row.runs_losing_acked, row.cuts),
+            row.max_acked_lost,
+            if row.tail_only { "yes" } else { "no" },
+            row.inconsistent_runs,
+            if as_documented(row) {
+                "as documented"
+            } else {
+                "NOT AS DOCUMENTED"
+            }
+        ));
+    }
+    text.trim_end().to_string()
+}
+
+fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
+    let mut loaded = scenario::load(path)?;
+    if let Some(mutant) = &args.mutant {
+        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
+    }
+    let options = Options {
+        work_dir: work_dir.to_path_buf(),
+        keep_failed: false,
+        keep_traces: false,
+    };
+    let human = args.format == Format::Human;
+    let quiet = !human || std::env::var_os("CI").is_some();
+    let mut progress = |tried: u64, total: u64| {
+        if !quiet && (tried % 50 == 0 || tried == total) {
+            eprintln!("  {tried}/{total} cuts");
+        }
+    };
+    let found: Enumeration =
+        exhaustive::enumerate(&loaded, args.seed, args.every, args.max_points, &options, &mut progress)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if human {
+        writeln!(
+            out,
+            "{} seed {}: {} persistence points in the fault phase; power cut at {} of them (every {})",
+            found.scenario,
+            found.seed,
+            thousands(found.points),
+            thousands(found.tried),
+            args.every.max(1)
+        )?;
+        writeln!(out, "crash states judged: {}, failing: {}", found.tried, found.failing)?;
+        for (invariant, count) in &found.by_invariant {
+            writeln!(out, "  {invariant} {}: {count} crash state(s)", invariant.title())?;
+        }
+        for (point, first) in &found.failures {
+            writeln!(out, "error: cut at point {point}: {first}")?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&found).expect("enumerations serialise")
+        )?;
+    }
+    if let Some(root) = args.reports.root() {
+        let dir = root
+            .join("durability")
+            .join(format!("exhaustive-{}-{}", found.scenario, found.seed));
+        report::write_json(&dir.join("summary.json"), &found)?;
+    }
+    Ok(if found.failing == 0 {
+        Exit::Pass
+    } else {
+        Exit::Violation
+    })
+}
