@@ -13,6 +13,7 @@ fn seeds(c: &mut Criterion) {
         work_dir: default_work_dir(),
         keep_failed: false,
         keep_traces: false,
+        mode: Default::default(),
     };
     let mut group = c.benchmark_group("seed");
     group.sample_size(10);

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::check::{self, Snapshot, Violation};
 use crate::scenario::Loaded;
 use crate::sim::faults::{FaultSource, Injected, KillCounters};
+use crate::sim::process::Mode;
 use crate::sim::{SimError, Simulator};
 use crate::trace::{TraceEvent, trace_hash};
 
@@ -52,15 +53,15 @@ pub struct SeedResult {
 /// A seed that could not run at all (setup failed): not a verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("seed {seed}: creating a work directory under {dir}: {source}")]
+    #[error("seed {seed}: creating a work directory under {dir}")]
     WorkDir {
         seed: u64,
         dir: PathBuf,
         source: std::io::Error,
     },
-    #[error("seed {seed}: {source}")]
+    #[error("seed {seed}")]
     Sim { seed: u64, source: SimError },
-    #[error("seed {seed}: reading the final databases: {source}")]
+    #[error("seed {seed}: reading the final databases")]
     Snapshot { seed: u64, source: rusqlite::Error },
 }
 
@@ -73,6 +74,8 @@ pub struct Options {
     pub keep_failed: bool,
     /// Keep every seed's trace, not only failing ones.
     pub keep_traces: bool,
+    /// In-process actors, or actors as child processes.
+    pub mode: Mode,
 }
 
 /// Runs one seed of one scenario, its faults drawn from the seed.
@@ -95,9 +98,10 @@ pub fn run_seed_with(
             dir: options.work_dir.clone(),
             source,
         })?;
-    let simulator =
-        Simulator::new(&loaded.scenario, seed, dir.path(), faults).map_err(|source| RunError::Sim { seed, source })?;
-    let output = simulator.run();
+    let simulator = Simulator::new(&loaded.scenario, seed, dir.path(), faults)
+        .and_then(|simulator| simulator.in_mode(options.mode.clone()))
+        .map_err(|source| RunError::Sim { seed, source })?;
+    let output = simulator.run().map_err(|source| RunError::Sim { seed, source })?;
     let snapshot = Snapshot::read(&output.store_path, &output.receiver_path)
         .map_err(|source| RunError::Snapshot { seed, source })?;
     let violations = check::check(&check::Input {

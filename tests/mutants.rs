@@ -21,6 +21,7 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
             work_dir: dir.path().to_path_buf(),
             keep_failed: false,
             keep_traces: false,
+            mode: Default::default(),
         },
     };
     let mutants: Vec<_> = MUTANTS.iter().collect();

@@ -13,7 +13,8 @@ fn files_after(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let loaded = scenario::load(&path).unwrap();
     let output = Simulator::new(&loaded.scenario, 3, dir, FaultSource::Drawn)
         .unwrap()
-        .run();
+        .run()
+        .unwrap();
     assert!(!output.recoveries.is_empty(), "the seed cuts the power");
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()

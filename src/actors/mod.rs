@@ -23,7 +23,7 @@ use crate::sim::net::Message;
 use crate::store::{self, System};
 
 /// When the actor wants its next step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Next {
     /// Soon: after one step's duration.
     Continue,

@@ -148,6 +148,7 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
         work_dir: work_dir.to_path_buf(),
         keep_failed: false,
         keep_traces: false,
+        mode: Default::default(),
     };
     let human = args.format == Format::Human;
     let quiet = !human || std::env::var_os("CI").is_some();

@@ -56,6 +56,28 @@ pub enum Format {
     Json,
 }
 
+/// How actors run (`--mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// In the simulator's thread: a kill drops the connection.
+    #[default]
+    InProcess,
+    /// Each actor a child process that aborts itself at a kill point.
+    Process,
+}
+
+impl ModeArg {
+    pub fn mode(self) -> anyhow::Result<crate::sim::process::Mode> {
+        use crate::sim::process::Mode;
+        Ok(match self {
+            ModeArg::InProcess => Mode::InProcess,
+            ModeArg::Process => Mode::Process {
+                exe: std::env::current_exe()?,
+            },
+        })
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Scenario files (TOML).
@@ -85,6 +107,9 @@ pub struct RunArgs {
     /// Keep the databases of failing seeds (their path is printed).
     #[arg(long)]
     pub keep_failed: bool,
+    /// Run actors in-process (fast) or as child processes killed for real.
+    #[arg(long, value_enum, default_value_t = ModeArg::InProcess)]
+    pub mode: ModeArg,
     /// Run this mutant (or any implementation) instead of each scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
@@ -132,6 +157,9 @@ pub struct ReplayArgs {
     /// Where the seed's databases are created.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Run actors in-process (fast) or as child processes killed for real.
+    #[arg(long, value_enum, default_value_t = ModeArg::InProcess)]
+    pub mode: ModeArg,
     /// Print only the verdict, not the trace.
     #[arg(long)]
     pub quiet: bool,

@@ -6,14 +6,18 @@ use std::path::Path;
 use crate::check::Violation;
 use crate::report::json::KillCount;
 use crate::scenario::Loaded;
+use crate::sim::process::Mode;
 
 /// The one command that replays a seed. When crashsim runs from a cargo
 /// target directory, the command goes through cargo so it can be pasted as is.
-pub fn replay_command(loaded: &Loaded, seed: u64) -> String {
+pub fn replay_command(loaded: &Loaded, seed: u64, mode: &Mode) -> String {
     let prefix = replay_command_prefix();
     let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
+    }
+    if let Mode::Process { .. } = mode {
+        command.push_str(" --mode process");
     }
     command
 }

@@ -25,13 +25,18 @@ struct Target {
 }
 
 fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
+    let mode = args.mode.mode()?;
     if let Some(path) = &args.capsule {
         let capsule = Capsule::read(path)?;
+        let mut command = format!("{} replay --capsule {}", replay_command_prefix(), path.display());
+        if let crate::sim::process::Mode::Process { .. } = mode {
+            command.push_str(" --mode process");
+        }
         return Ok(Target {
             loaded: capsule.loaded(path),
             seed: capsule.seed,
             faults: capsule.faults(),
-            command: format!("{} replay --capsule {}", replay_command_prefix(), path.display()),
+            command,
             capsule: Some(capsule),
         });
     }
@@ -48,7 +53,7 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
         .or(loaded.scenario.seed)
         .ok_or_else(|| anyhow!("{}: no --seed given and the scenario sets no `seed`", path.display()))?;
     Ok(Target {
-        command: replay_command(&loaded, seed),
+        command: replay_command(&loaded, seed, &mode),
         loaded,
         seed,
         faults: FaultSource::Drawn,
@@ -69,6 +74,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         work_dir,
         keep_failed: false,
         keep_traces: true,
+        mode: args.mode.mode()?,
     };
     let result = runner::run_seed_with(&loaded, seed, &options, faults)?;
     let stdout = std::io::stdout();

@@ -75,6 +75,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         work_dir: work_dir.clone(),
         keep_failed: args.keep_failed,
         keep_traces: false,
+        mode: args.mode.mode()?,
     };
     let human = args.format == Format::Human;
     if human {
@@ -85,9 +86,13 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             platform::sqlite_version()
         );
         println!(
-            "seeds {} on {jobs} job(s); databases in {} ({filesystem})",
+            "seeds {} on {jobs} job(s); databases in {} ({filesystem}); actors {}",
             describe_seeds(&seeds),
-            work_dir.display()
+            work_dir.display(),
+            match options.mode {
+                crate::sim::process::Mode::InProcess => "in-process",
+                crate::sim::process::Mode::Process { .. } => "in child processes (--mode process)",
+            }
         );
     }
 
@@ -198,7 +203,7 @@ fn run_scenario(
                 seed: result.seed,
                 invariants,
                 first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
-                replay: replay_command(loaded, result.seed),
+                replay: replay_command(loaded, result.seed, &options.mode),
             });
         }
     }
@@ -230,19 +235,19 @@ fn run_scenario(
     let mut report_dirs = BTreeMap::new();
     if let Some(root) = args.reports.root() {
         for result in results.iter().filter(|result| !result.ok) {
-            let replay = replay_command(loaded, result.seed);
+            let replay = replay_command(loaded, result.seed, &options.mode);
             let dir = report::write_seed(root, result, &replay)
                 .with_context(|| format!("writing the report of seed {}", result.seed))?;
             report_dirs.insert(result.seed, dir);
         }
     }
     if human {
-        print_human(&summary, loaded, &results, &report_dirs);
+        print_human(&summary, loaded, &results, &report_dirs, &options.mode);
     } else {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         for result in &results {
-            let replay = (!result.ok).then(|| replay_command(loaded, result.seed));
+            let replay = (!result.ok).then(|| replay_command(loaded, result.seed, &options.mode));
             let line = serde_json::to_string(&SeedRecord::new(result, replay)).expect("records serialise");
             writeln!(out, "{line}")?;
         }
@@ -255,9 +260,10 @@ fn print_human(
     loaded: &Loaded,
     results: &[SeedResult],
     report_dirs: &BTreeMap<u64, std::path::PathBuf>,
+    mode: &crate::sim::process::Mode,
 ) {
     for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
-        let replay = replay_command(loaded, result.seed);
+        let replay = replay_command(loaded, result.seed, mode);
         let swarm_mix = loaded.scenario.faults.swarm.then_some(result.faults.as_str());
         let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
         print!(
@@ -321,6 +327,7 @@ fn run_summary(
         seeds_per_s: seeds as f64 / busy,
         steps_per_s: steps as f64 / busy,
         jobs,
+        mode: "in-process".to_string(),
         work_dir: work_dir.display().to_string(),
         filesystem: filesystem.to_string(),
         git_commit: platform::git_commit().to_string(),

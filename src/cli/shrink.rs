@@ -28,6 +28,7 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
         keep_failed: false,
         keep_traces: true,
+        mode: Default::default(),
     };
     let human = args.format == Format::Human;
     #[expect(

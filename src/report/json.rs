@@ -106,6 +106,8 @@ pub struct RunSummary {
     pub seeds_per_s: f64,
     pub steps_per_s: f64,
     pub jobs: usize,
+    /// "in-process" or "process".
+    pub mode: String,
     pub work_dir: String,
     pub filesystem: String,
     pub git_commit: String,

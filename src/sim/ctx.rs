@@ -20,6 +20,7 @@ pub struct TripRequest {
 }
 
 /// The fixed facts of a run that actors need.
+#[derive(Clone)]
 pub struct World {
     /// The implementation's application-side choices.
     pub engine: &'static dyn crate::store::Engine,
@@ -32,10 +33,54 @@ pub struct World {
     pub pending_batch: usize,
 }
 
+/// The cities trips go to.
+const CITIES: [&str; 8] = ["Lima", "Oslo", "Rome", "Kyiv", "Pune", "Lagos", "Quito", "Hanoi"];
+
+impl World {
+    /// The world of seed `seed` of `scenario`: the same in every process.
+    pub fn new(scenario: &crate::scenario::Scenario, seed: u64, engine: &'static dyn crate::store::Engine) -> World {
+        let mut prng = Prng::derive(seed, "workload/trips");
+        let count = scenario.workload.trips_count;
+        let width = count.saturating_sub(1).to_string().len().max(3);
+        let trips = (0..count)
+            .map(|index| TripRequest {
+                trip_id: format!("trip-{index:0width$}"),
+                city: prng.pick(&CITIES).expect("cities").to_string(),
+            })
+            .collect();
+        World {
+            engine,
+            trips,
+            timing: scenario.timing.clone(),
+            writers_count: scenario.workload.writers_count,
+            workers_count: scenario.workload.workers_count,
+            receivers_count: scenario.workload.receivers_count,
+            pending_batch: scenario.workload.pending_batch as usize,
+        }
+    }
+}
+
+/// Decides whether an actor dies at a kill point. In-process, the
+/// simulator's `KillGate`; in a child process, a gate that asks the parent
+/// (which runs the same `KillGate`).
+pub trait Gate {
+    /// The actor reached `point`; `trace` and `outgoing` hold what it did
+    /// since its step began (a gate in a child flushes them to the parent
+    /// before asking, since the answer may be death).
+    fn decide(
+        &mut self,
+        now: u64,
+        actor: ActorId,
+        point: KillPoint,
+        trace: &mut Recorder,
+        outgoing: &mut Vec<(Address, Message)>,
+    ) -> bool;
+}
+
 /// Decides kills: counts every time a point is reached and, while faults
 /// are on, draws from the actor's own fault stream (or looks the occurrence
 /// up in a forced schedule).
-pub(super) struct KillGate<'a> {
+pub(crate) struct KillGate<'a> {
     pub plan: &'a FaultPlan,
     pub source: &'a FaultSource,
     pub counters: &'a mut KillCounters,
@@ -54,9 +99,41 @@ pub struct Ctx<'a> {
     /// The actor's own decision stream.
     pub prng: &'a mut Prng,
     pub world: &'a World,
-    pub(super) kill: KillGate<'a>,
-    pub(super) trace: &'a mut Recorder,
-    pub(super) outgoing: &'a mut Vec<(Address, Message)>,
+    pub(crate) kill: &'a mut dyn Gate,
+    pub(crate) trace: &'a mut Recorder,
+    pub(crate) outgoing: &'a mut Vec<(Address, Message)>,
+}
+
+impl KillGate<'_> {
+    /// The decision itself, shared by both modes.
+    pub fn reach(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
+        self.counters.reached[point.index()] += 1;
+        self.reaches[point.index()] += 1;
+        let fault = Fault::Kill {
+            actor,
+            point,
+            reach: self.reaches[point.index()],
+        };
+        if !self.active || !self.source.fires(self.prng, self.plan.rate(point), &fault) {
+            return false;
+        }
+        self.counters.fired[point.index()] += 1;
+        self.injected.push(Injected { tick: now, fault });
+        true
+    }
+}
+
+impl Gate for KillGate<'_> {
+    fn decide(
+        &mut self,
+        now: u64,
+        actor: ActorId,
+        point: KillPoint,
+        _trace: &mut Recorder,
+        _outgoing: &mut Vec<(Address, Message)>,
+    ) -> bool {
+        self.reach(now, actor, point)
+    }
 }
 
 impl Ctx<'_> {
@@ -68,20 +145,7 @@ impl Ctx<'_> {
     /// The actor has reached `point`: true if the simulator kills it here.
     /// The actor must then return `Next::Killed(point)` at once.
     pub fn kill_point(&mut self, point: KillPoint) -> bool {
-        let gate = &mut self.kill;
-        gate.counters.reached[point.index()] += 1;
-        gate.reaches[point.index()] += 1;
-        let fault = Fault::Kill {
-            actor: self.me,
-            point,
-            reach: gate.reaches[point.index()],
-        };
-        if !gate.active || !gate.source.fires(gate.prng, gate.plan.rate(point), &fault) {
-            return false;
-        }
-        gate.counters.fired[point.index()] += 1;
-        gate.injected.push(Injected { tick: self.now, fault });
-        true
+        self.kill.decide(self.now, self.me, point, self.trace, self.outgoing)
     }
 
     /// Sends a message; the simulator decides when (and whether) it arrives.

@@ -15,6 +15,7 @@ pub mod faults;
 pub mod net;
 pub mod power;
 pub mod prng;
+pub mod process;
 pub mod queue;
 pub mod simulator;
 

@@ -1,19 +1,21 @@
 //! Messages between actors. The network itself (latency, loss,
 //! duplication) is in the simulator's event queue; this module is the vocabulary.
 
+use serde::{Deserialize, Serialize};
+
 use crate::actors::ActorId;
 use crate::store::{Outcome, Request};
 
 /// Where a message goes. A request goes to whichever life of the receiver is
 /// up when it arrives; a reply goes only to the life that asked, so a
 /// restarted worker never sees answers meant for its previous life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Address {
     pub actor: ActorId,
     pub incarnation: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Message {
     Request {
         request: Request,

@@ -39,6 +39,17 @@ impl Prng {
         self.rng.next_u64()
     }
 
+    /// Where the stream is (in 32-bit words), so that another process can
+    /// continue it: `Prng::derive` with the same seed and label, then `seek`.
+    pub fn position(&self) -> u128 {
+        self.rng.get_word_pos()
+    }
+
+    /// Continues the stream from `position`.
+    pub fn seek(&mut self, position: u128) {
+        self.rng.set_word_pos(position);
+    }
+
     /// A uniform value in `0..n`, without modulo bias (rejection sampling).
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "Prng::below(0)");
@@ -115,6 +126,16 @@ mod tests {
         let mut prng = Prng::derive(0, "snapshot");
         let draws: Vec<u64> = (0..8).map(|_| prng.below(10)).collect();
         assert_eq!(draws, [8, 3, 3, 0, 7, 5, 8, 7]);
+    }
+
+    #[test]
+    fn a_stream_continues_from_its_position_elsewhere() {
+        let mut here = Prng::derive(5, "writer/1/decide");
+        here.next_u64();
+        here.below(7);
+        let mut there = Prng::derive(5, "writer/1/decide");
+        there.seek(here.position());
+        assert_eq!(here.next_u64(), there.next_u64());
     }
 
     #[test]

@@ -21,6 +21,8 @@ use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCo
 use super::net::{Address, Message};
 use super::power::{Power, Recovery};
 use super::prng::Prng;
+use super::process::parent::{Spawned, Turn};
+use super::process::{self, ChildActor, Mode};
 use super::queue::Queue;
 use crate::actors::{Actor, ActorId, Next, Role};
 use crate::check::Snapshot;
@@ -29,9 +31,6 @@ use crate::store::{self, Implementation, Request, StoreError, System, SystemConf
 use crate::trace::{Op, Recorder, TraceEvent};
 use crate::workflow::payload;
 use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
-
-/// The cities trips go to.
-const CITIES: [&str; 8] = ["Lima", "Oslo", "Rome", "Kyiv", "Pune", "Lagos", "Quito", "Hanoi"];
 
 /// A run that could not be set up (not an invariant violation).
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +43,10 @@ pub enum SimError {
     Observer(#[from] rusqlite::Error),
     #[error("registering the crash VFS: {0}")]
     Vfs(#[from] crate::vfs::VfsError),
+    #[error("process mode cannot run {0}")]
+    Unsupported(String),
+    #[error("an actor process failed: {0}")]
+    Process(String),
 }
 
 /// What a run produced, for the checkers and the reports.
@@ -88,8 +91,15 @@ enum Event {
 enum Life {
     /// Alive but not yet connected: the next step opens the connection.
     Booting,
-    Up(Box<Actor>),
+    Up(Box<Backend>),
     Down,
+}
+
+/// Where a live actor runs.
+enum Backend {
+    Local(Actor),
+    /// In a child process (process mode); dropping it kills and reaps the child.
+    Child(ChildActor),
 }
 
 /// One actor's place in the simulation, which outlives its lives.
@@ -132,6 +142,11 @@ pub struct Simulator<'a> {
     power: Option<Power>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
+    mode: Mode,
+    /// The scenario as TOML, for children (process mode).
+    scenario_text: String,
+    /// A failure of crashsim itself that ends the run (process mode).
+    fatal: Option<String>,
     trace: Recorder,
     kills: KillCounters,
     source: FaultSource,
@@ -191,15 +206,7 @@ impl<'a> Simulator<'a> {
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
-        let world = World {
-            engine: implementation.engine(),
-            trips: trips(scenario, seed),
-            timing: scenario.timing.clone(),
-            writers_count: scenario.workload.writers_count,
-            workers_count: scenario.workload.workers_count,
-            receivers_count: scenario.workload.receivers_count,
-            pending_batch: scenario.workload.pending_batch as usize,
-        };
+        let world = World::new(scenario, seed, implementation.engine());
         let workload = &scenario.workload;
         let roles = [
             (Role::Writer, workload.writers_count),
@@ -240,6 +247,9 @@ impl<'a> Simulator<'a> {
             power,
             recoveries: Vec::new(),
             fault_points: None,
+            mode: Mode::InProcess,
+            scenario_text: String::new(),
+            fatal: None,
             trace: Recorder::new(),
             kills: KillCounters::default(),
             source,
@@ -274,9 +284,29 @@ impl<'a> Simulator<'a> {
         Ok(simulator)
     }
 
+    /// Runs the actors as child processes of `exe` (see `process`).
+    pub fn in_mode(mut self, mode: Mode) -> Result<Self, SimError> {
+        if let Mode::Process { .. } = mode {
+            if self.power.is_some() {
+                return Err(SimError::Unsupported(
+                    "power loss (the crash VFS lives in one process)".to_string(),
+                ));
+            }
+            if self.scenario.store == "group_commit" {
+                return Err(SimError::Unsupported(
+                    "group_commit (its writers share one in-process committer)".to_string(),
+                ));
+            }
+            self.scenario_text =
+                toml::to_string(self.scenario).map_err(|error| SimError::Unsupported(error.to_string()))?;
+        }
+        self.mode = mode;
+        Ok(self)
+    }
+
     /// Runs to the end and returns what happened. The actors' connections
     /// are closed before this returns, so the files can be judged.
-    pub fn run(mut self) -> RunOutput {
+    pub fn run(mut self) -> Result<RunOutput, SimError> {
         let (ticks_max, steps_max) = (self.scenario.run.ticks_max, self.scenario.run.steps_max);
         while let Some((tick, event)) = self.queue.pop() {
             if tick > ticks_max || self.steps >= steps_max {
@@ -297,7 +327,7 @@ impl<'a> Simulator<'a> {
             if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {
                 self.power_cut();
             }
-            if self.settled {
+            if self.settled || self.fatal.is_some() {
                 break;
             }
         }
@@ -309,7 +339,10 @@ impl<'a> Simulator<'a> {
         self.observer = None;
         self.slots.clear();
         self.system = None;
-        RunOutput {
+        if let Some(message) = self.fatal {
+            return Err(SimError::Process(message));
+        }
+        Ok(RunOutput {
             seed: self.seed,
             events: self.trace.into_events(),
             plan: self.plan,
@@ -323,7 +356,7 @@ impl<'a> Simulator<'a> {
             receiver_path: self.receiver_path,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
-        }
+        })
     }
 
     fn record(&mut self, actor: ActorId, op: Op) {
@@ -399,15 +432,47 @@ impl<'a> Simulator<'a> {
     }
 
     fn boot(&mut self, slot: usize) -> Next {
-        let role = self.slots[slot].id.role;
-        let Some(system) = self.system.as_deref_mut() else {
-            let id = self.slots[slot].id;
-            let op = Op::Failed {
-                step: "open".to_string(),
-                error: "the databases are not recovered".to_string(),
+        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
+        if let Mode::Process { exe } = &self.mode {
+            let init = process::protocol::Init {
+                scenario: self.scenario_text.clone(),
+                seed: self.seed,
+                actor: id,
+                store_path: self.store_path.clone(),
+                receiver_path: self.receiver_path.clone(),
             };
-            self.record(id, op);
-            return Next::Sleep(self.world.timing.poll_ticks);
+            return match ChildActor::spawn(exe, &init) {
+                Ok(Spawned::Up(child, synchronous)) => {
+                    self.slots[slot].life = Life::Up(Box::new(Backend::Child(child)));
+                    self.record(
+                        id,
+                        Op::Open {
+                            incarnation,
+                            synchronous,
+                        },
+                    );
+                    Next::Continue
+                }
+                Ok(Spawned::Busy) => {
+                    self.record(
+                        id,
+                        Op::Busy {
+                            step: "open".to_string(),
+                        },
+                    );
+                    Next::Busy
+                }
+                Ok(Spawned::Failed(error)) => self.boot_failed(id, error),
+                Err(error) if process::parent::is_fatal(&error) => {
+                    self.fatal = Some(error.to_string());
+                    Next::Crash
+                }
+                Err(error) => self.boot_failed(id, error.to_string()),
+            };
+        }
+        let role = id.role;
+        let Some(system) = self.system.as_deref_mut() else {
+            return self.boot_failed(id, "the databases are not recovered".to_string());
         };
         match Actor::open(role, system) {
             Ok(actor) => {
@@ -417,9 +482,7 @@ impl<'a> Simulator<'a> {
                     conn.pragma_query_value(None, "synchronous", |row| row.get::<_, u8>(0))
                         .ok()
                 });
-                let entry = &mut self.slots[slot];
-                entry.life = Life::Up(Box::new(actor));
-                let (id, incarnation) = (entry.id, entry.incarnation);
+                self.slots[slot].life = Life::Up(Box::new(Backend::Local(actor)));
                 self.record(
                     id,
                     Op::Open {
@@ -430,7 +493,6 @@ impl<'a> Simulator<'a> {
                 Next::Continue
             }
             Err(StoreError::Busy) => {
-                let id = self.slots[slot].id;
                 self.record(
                     id,
                     Op::Busy {
@@ -439,18 +501,19 @@ impl<'a> Simulator<'a> {
                 );
                 Next::Busy
             }
-            Err(error) => {
-                let id = self.slots[slot].id;
-                self.record(
-                    id,
-                    Op::Failed {
-                        step: "open".to_string(),
-                        error: error.to_string(),
-                    },
-                );
-                Next::Sleep(self.world.timing.poll_ticks)
-            }
+            Err(error) => self.boot_failed(id, error.to_string()),
         }
+    }
+
+    fn boot_failed(&mut self, id: ActorId, error: String) -> Next {
+        self.record(
+            id,
+            Op::Failed {
+                step: "open".to_string(),
+                error,
+            },
+        );
+        Next::Sleep(self.world.timing.poll_ticks)
     }
 
     fn actor_step(&mut self, slot: usize) -> Next {
@@ -465,31 +528,58 @@ impl<'a> Simulator<'a> {
             trace,
             phase,
             now,
+            fatal,
             ..
         } = self;
         let entry = &mut slots[slot];
-        let Life::Up(actor) = &mut entry.life else {
+        let Life::Up(backend) = &mut entry.life else {
             unreachable!("actor_step on an actor that is not up")
         };
-        let mut ctx = Ctx {
-            now: *now,
-            me: entry.id,
-            incarnation: entry.incarnation,
-            prng: &mut entry.prng,
-            world,
-            kill: KillGate {
-                plan,
-                source,
-                counters: kills,
-                reaches: &mut entry.reaches,
-                prng: &mut entry.faults,
-                injected,
-                active: *phase == Phase::Faults,
-            },
-            trace,
-            outgoing: &mut outgoing,
+        let mut gate = KillGate {
+            plan,
+            source,
+            counters: kills,
+            reaches: &mut entry.reaches,
+            prng: &mut entry.faults,
+            injected,
+            active: *phase == Phase::Faults,
         };
-        let next = actor.step(&mut ctx);
+        let next = match &mut **backend {
+            Backend::Local(actor) => {
+                let mut ctx = Ctx {
+                    now: *now,
+                    me: entry.id,
+                    incarnation: entry.incarnation,
+                    prng: &mut entry.prng,
+                    world,
+                    kill: &mut gate,
+                    trace,
+                    outgoing: &mut outgoing,
+                };
+                actor.step(&mut ctx)
+            }
+            Backend::Child(child) => {
+                let turn = Turn {
+                    now: *now,
+                    incarnation: entry.incarnation,
+                    actor: entry.id,
+                };
+                match child.step(turn, &mut entry.prng, &mut gate, trace, &mut outgoing) {
+                    Ok(next) => next,
+                    Err(error) => {
+                        if process::parent::is_fatal(&error) {
+                            *fatal = Some(error.to_string());
+                        }
+                        let op = Op::Failed {
+                            step: "process".to_string(),
+                            error: error.to_string(),
+                        };
+                        trace.record(*now, entry.id, op);
+                        Next::Crash
+                    }
+                }
+            }
+        };
         let from = entry.id;
         for (to, message) in outgoing {
             self.send(from, to, message);
@@ -600,8 +690,14 @@ impl<'a> Simulator<'a> {
             Message::Reply { key, outcome } if outcome.result().is_some() => Some(key.clone()),
             _ => None,
         };
-        if let Life::Up(actor) = &mut entry.life {
-            actor.deliver(message);
+        if let Life::Up(backend) = &mut entry.life {
+            match &mut **backend {
+                Backend::Local(actor) => actor.deliver(message),
+                // A child that cannot take a message is dead: its next step says so.
+                Backend::Child(child) => {
+                    let _ = child.deliver(message);
+                }
+            }
         }
         if entry.waiting {
             let delay = self.step_delay(slot);
@@ -834,12 +930,15 @@ impl<'a> Simulator<'a> {
 
     /// Nothing in flight, every live actor idle, every workflow terminal and
     /// the outbox drained. The cheap in-memory tests go first.
-    fn is_settled(&self) -> bool {
+    fn is_settled(&mut self) -> bool {
         if self.in_flight > 0 {
             return false;
         }
-        let busy = self.slots.iter().any(|slot| match &slot.life {
-            Life::Up(actor) => !actor.is_idle(),
+        let busy = self.slots.iter_mut().any(|slot| match &mut slot.life {
+            Life::Up(backend) => match &mut **backend {
+                Backend::Local(actor) => !actor.is_idle(),
+                Backend::Child(child) => !child.is_idle().unwrap_or(false),
+            },
             Life::Booting | Life::Down => false,
         });
         if busy {
@@ -868,17 +967,4 @@ impl<'a> Simulator<'a> {
         // An observer read can only fail on a broken file; then it is not settled.
         query().unwrap_or(false)
     }
-}
-
-/// The trips the outside world requests, drawn from the seed.
-fn trips(scenario: &Scenario, seed: u64) -> Vec<TripRequest> {
-    let mut prng = Prng::derive(seed, "workload/trips");
-    let count = scenario.workload.trips_count;
-    let width = count.saturating_sub(1).to_string().len().max(3);
-    (0..count)
-        .map(|index| TripRequest {
-            trip_id: format!("trip-{index:0width$}"),
-            city: prng.pick(&CITIES).expect("cities").to_string(),
-        })
-        .collect()
 }

@@ -1,0 +1,113 @@
+//! Process mode: actors as child processes that abort themselves at kill
+//! points. The same seed injects the same faults and gives the same trace
+//! and verdict as in-process mode, and a writer aborted right after its
+//! commit leaves the event durable for the next opener to recover.
+
+mod common;
+
+use common::{load, work_dir};
+use crashsim::mutants::MUTANTS;
+use crashsim::runner::{Options, SeedResult, run_seed};
+use crashsim::scenario::Loaded;
+use crashsim::sim::faults::KillPoint;
+use crashsim::sim::process::Mode;
+use crashsim::trace::Op;
+
+fn options(dir: &std::path::Path, mode: Mode) -> Options {
+    Options {
+        work_dir: dir.to_path_buf(),
+        keep_failed: false,
+        keep_traces: true,
+        mode,
+    }
+}
+
+fn process() -> Mode {
+    Mode::Process {
+        exe: env!("CARGO_BIN_EXE_crashsim").into(),
+    }
+}
+
+fn both(loaded: &Loaded, seed: u64) -> (SeedResult, SeedResult) {
+    let dir = work_dir();
+    let inside = run_seed(loaded, seed, &options(dir.path(), Mode::InProcess)).unwrap();
+    let outside = run_seed(loaded, seed, &options(dir.path(), process())).unwrap();
+    (inside, outside)
+}
+
+#[test]
+fn a_writer_aborted_after_its_commit_leaves_the_event_durable() {
+    let scenario = r#"
+        [run]
+        ticks_fault = 2000
+        [workload]
+        trips_count = 6
+        writers_count = 3
+        workers_count = 2
+        receivers_count = 1
+        [faults.writer]
+        after_commit = "1/1"
+        "#;
+    let path = std::path::PathBuf::from("after_commit.toml");
+    let loaded = Loaded {
+        name: "after_commit".into(),
+        scenario: crashsim::scenario::parse(scenario, &path).unwrap(),
+        path,
+        mutant: None,
+    };
+    let dir = work_dir();
+    let result = run_seed(&loaded, 11, &options(dir.path(), process())).unwrap();
+    assert!(result.ok, "{:#?}", result.violations);
+    let events = result.events.unwrap();
+    let snapshot = result.snapshot.unwrap();
+    let mut aborted = 0;
+    for (index, event) in events.iter().enumerate() {
+        let Op::Commit { appended } = &event.op else { continue };
+        let Some(append) = appended.first() else { continue };
+        let killed = events[index + 1..]
+            .iter()
+            .find(|next| next.actor == event.actor)
+            .is_some_and(|next| matches!(&next.op, Op::Kill { point } if point == KillPoint::WriterAfterCommit.name()));
+        if killed {
+            aborted += 1;
+            let durable = snapshot
+                .events
+                .iter()
+                .any(|stored| stored.workflow_id == append.workflow_id && stored.seq == append.seq);
+            assert!(
+                durable,
+                "{}#{} was committed before the abort",
+                append.workflow_id, append.seq
+            );
+        }
+    }
+    assert!(aborted >= 6, "writers aborted right after committing: {aborted}");
+}
+
+#[test]
+fn both_modes_agree_on_the_reference_and_every_mutant() {
+    let base = load("tests/fixtures/detect.toml");
+    let (inside, outside) = both(&base, 2);
+    assert_eq!(inside.trace_hash, outside.trace_hash, "reference");
+    assert!(inside.ok && outside.ok);
+    for mutant in &MUTANTS {
+        let loaded = base.clone().with_mutant(mutant.name).unwrap();
+        let (inside, outside) = both(&loaded, 2);
+        assert_eq!(inside.injected, outside.injected, "{}: the same faults", mutant.name);
+        assert_eq!(
+            inside.violations, outside.violations,
+            "{}: the same verdict",
+            mutant.name
+        );
+        assert_eq!(inside.trace_hash, outside.trace_hash, "{}", mutant.name);
+    }
+}
+
+#[test]
+fn process_mode_refuses_what_it_cannot_run() {
+    let dir = work_dir();
+    let loaded = load("scenarios/power_loss.toml");
+    let error = run_seed(&loaded, 0, &options(dir.path(), process())).unwrap_err();
+    let message = format!("{:#}", anyhow::Error::from(error));
+    assert!(message.contains("power loss"), "{message}");
+}
