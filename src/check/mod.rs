@@ -83,7 +83,7 @@ impl Invariant {
         }
     }
 
-    /// Whether crashsim checks it yet (I8 needs leases, I9 power loss).
+    /// Whether crashsim checks it yet (I8 needs leases).
     pub fn checked(self) -> bool {
         !matches!(self, Invariant::I8)
     }

@@ -8,6 +8,7 @@ use crate::exit::Exit;
 use crate::scenario;
 use crate::sim::faults::KillPoint;
 use crate::store::registry;
+use crate::vfs::crash::Model;
 
 pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
     let paths = scenario::files_in(&args.scenarios)
@@ -17,6 +18,21 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
         match scenario::load(&path) {
             Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
             Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
+        }
+    }
+    let demonstrations = args.scenarios.join("demonstrations");
+    if demonstrations.is_dir() {
+        let paths = scenario::files_in(&demonstrations)
+            .with_context(|| format!("{}: cannot list scenarios", demonstrations.display()))?;
+        println!(
+            "\ndemonstrations in {} (hazards shown, expected to fail):",
+            demonstrations.display()
+        );
+        for path in paths {
+            match scenario::load(&path) {
+                Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
+                Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
+            }
         }
     }
     println!("\nimplementations (scenario key `store`):");
@@ -30,6 +46,10 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
     println!("\nkill points (scenario keys under [faults.<role>]):");
     for point in KillPoint::ALL {
         println!("  {:<32} {}", point.name(), point.describe());
+    }
+    println!("\npower-loss disk models ([power] model):");
+    for model in Model::ALL {
+        println!("  {:<16} {}", model.name(), model.describe());
     }
     println!("\ninvariants:");
     for invariant in Invariant::ALL {

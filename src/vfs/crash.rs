@@ -64,6 +64,19 @@ impl Model {
             Model::KeepAll => "keep_all",
         }
     }
+
+    pub const ALL: [Model; 3] = [Model::DropUnsynced, Model::Random, Model::KeepAll];
+
+    /// One line for `crashsim list`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Model::DropUnsynced => "every write, truncate and delete not yet synced is lost",
+            Model::Random => {
+                "each unsynced operation kept, dropped, torn at 512 B sectors or garbled (as SQLite's test6.c)"
+            }
+            Model::KeepAll => "every write kept: process death, not power loss",
+        }
+    }
 }
 
 /// The sector size torn writes are cut at.
