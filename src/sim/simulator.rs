@@ -432,7 +432,7 @@ impl<'a> Simulator<'a> {
     }
 
     fn boot(&mut self, slot: usize) -> Next {
-        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
+        let id = self.slots[slot].id;
         if let Mode::Process { exe } = &self.mode {
             let init = process::protocol::Init {
                 scenario: self.scenario_text.clone(),
@@ -442,26 +442,8 @@ impl<'a> Simulator<'a> {
                 receiver_path: self.receiver_path.clone(),
             };
             return match ChildActor::spawn(exe, &init) {
-                Ok(Spawned::Up(child, synchronous)) => {
-                    self.slots[slot].life = Life::Up(Box::new(Backend::Child(child)));
-                    self.record(
-                        id,
-                        Op::Open {
-                            incarnation,
-                            synchronous,
-                        },
-                    );
-                    Next::Continue
-                }
-                Ok(Spawned::Busy) => {
-                    self.record(
-                        id,
-                        Op::Busy {
-                            step: "open".to_string(),
-                        },
-                    );
-                    Next::Busy
-                }
+                Ok(Spawned::Up(child, synchronous)) => self.booted(slot, Backend::Child(child), synchronous),
+                Ok(Spawned::Busy) => self.boot_busy(id),
                 Ok(Spawned::Failed(error)) => self.boot_failed(id, error),
                 Err(error) if process::parent::is_fatal(&error) => {
                     self.fatal = Some(error.to_string());
@@ -482,27 +464,34 @@ impl<'a> Simulator<'a> {
                     conn.pragma_query_value(None, "synchronous", |row| row.get::<_, u8>(0))
                         .ok()
                 });
-                self.slots[slot].life = Life::Up(Box::new(Backend::Local(actor)));
-                self.record(
-                    id,
-                    Op::Open {
-                        incarnation,
-                        synchronous,
-                    },
-                );
-                Next::Continue
+                self.booted(slot, Backend::Local(actor), synchronous)
             }
-            Err(StoreError::Busy) => {
-                self.record(
-                    id,
-                    Op::Busy {
-                        step: "open".to_string(),
-                    },
-                );
-                Next::Busy
-            }
+            Err(StoreError::Busy) => self.boot_busy(id),
             Err(error) => self.boot_failed(id, error.to_string()),
         }
+    }
+
+    fn booted(&mut self, slot: usize, backend: Backend, synchronous: Option<u8>) -> Next {
+        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
+        self.slots[slot].life = Life::Up(Box::new(backend));
+        self.record(
+            id,
+            Op::Open {
+                incarnation,
+                synchronous,
+            },
+        );
+        Next::Continue
+    }
+
+    fn boot_busy(&mut self, id: ActorId) -> Next {
+        self.record(
+            id,
+            Op::Busy {
+                step: "open".to_string(),
+            },
+        );
+        Next::Busy
     }
 
     fn boot_failed(&mut self, id: ActorId, error: String) -> Next {
