@@ -18,6 +18,9 @@ pub enum Kind {
     Append { synchronous: Synchronous, commands: usize },
     /// `appends` events per transaction, one persistent connection (FULL).
     Batch { appends: usize },
+    /// `members` workflows' appends per transaction, each in its savepoint,
+    /// committed by the group committer's own code on one thread (FULL).
+    Groups { members: usize },
     /// A new connection per append, closed after it (FULL).
     ConnPerAppend,
     /// `threads` OS threads, each with its own connection, one event per transaction (FULL).
@@ -105,6 +108,11 @@ pub fn all() -> Vec<Config> {
             format!("{appends} events per transaction"),
         ));
     }
+    configs.push(config(
+        "groups16_full",
+        Kind::Groups { members: 16 },
+        "16 workflows' appends per transaction, a savepoint each, one thread: group_commit16's ceiling",
+    ));
     for threads in [1, 2, 4, 8, 16] {
         configs.push(config(
             format!("writers{threads}_full"),
@@ -174,6 +182,7 @@ mod tests {
             "append_outbox3_full",
             "batch10_full",
             "batch100_full",
+            "groups16_full",
             "writers16_full",
             "conn_per_append_full",
             "group_commit16_full",

@@ -138,6 +138,7 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
             sqlite::append(dir, vfs, budget, synchronous, commands).map_err(store)
         }
         Kind::Batch { appends } => sqlite::batch(dir, vfs, budget, appends).map_err(store),
+        Kind::Groups { members } => sqlite::groups(dir, vfs, budget, members).map_err(store),
         Kind::ConnPerAppend => sqlite::conn_per_append(dir, vfs, budget).map_err(store),
         Kind::Writers { threads } => threads::writers(dir, vfs, budget, threads).map_err(store),
         Kind::GroupCommit { writers } => threads::group_commit(dir, vfs, budget, writers).map_err(store),
