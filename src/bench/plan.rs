@@ -12,6 +12,9 @@ pub const LIMIT: &str = "raw_overwrite_fsync_4k";
 pub enum Kind {
     /// `bytes` written over a preallocated region, then `fsync`.
     RawOverwriteFsync { bytes: usize },
+    /// `frames` WAL frames (24-byte header + 4 KiB page each, written as
+    /// SQLite writes them, unaligned) over a preallocated region, then `fsync`.
+    RawWalFrames { frames: usize },
     /// `bytes` appended to a file, then `fdatasync`.
     RawAppendFdatasync { bytes: usize },
     /// One event (and `commands` outbox rows) per transaction, one persistent connection.
@@ -65,6 +68,11 @@ pub fn all() -> Vec<Config> {
             LIMIT,
             Kind::RawOverwriteFsync { bytes: 4096 },
             "the limit: 4 KiB overwrite + fsync, as a WAL after its first checkpoint",
+        ),
+        config(
+            "raw_wal_frames2_fsync",
+            Kind::RawWalFrames { frames: 2 },
+            "what one append's COMMIT writes: 2 WAL frames (8 KiB over 3 blocks) + fsync",
         ),
         config(
             "raw_append_fdatasync_4k",

@@ -85,7 +85,10 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
             source,
         })?;
         let keeper = match config.kind {
-            Kind::RawOverwriteFsync { .. } | Kind::RawAppendFdatasync { .. } | Kind::ConnPerAppend => None,
+            Kind::RawOverwriteFsync { .. }
+            | Kind::RawWalFrames { .. }
+            | Kind::RawAppendFdatasync { .. }
+            | Kind::ConnPerAppend => None,
             _ => Some(sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
                 config: config.name.clone(),
                 source,
@@ -133,6 +136,7 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
     };
     match config.kind {
         Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget).map_err(io),
+        Kind::RawWalFrames { frames } => raw::wal_frames_fsync(dir, frames, budget).map_err(io),
         Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
         Kind::Append { synchronous, commands } => {
             sqlite::append(dir, vfs, budget, synchronous, commands).map_err(store)

@@ -136,8 +136,9 @@ pub fn batch(dir: &Path, vfs: &CountingVfs, budget: Budget, appends: usize) -> R
 /// `COMMIT` (`group_commit::batch::commit_group`), back to back on one
 /// connection (FULL). What a group of `members` costs the committer once
 /// every member is at hand: no hand-off, no waiting, so the ceiling of
-/// `group_commit{members}`. It writes more than `batch{members}`: each
-/// workflow's end of the primary-key index is a page of its own.
+/// `group_commit{members}`. It writes more than `batch{members}`: the
+/// workflows' ends of the primary-key index spread over more pages as the
+/// workflows grow, up to a page each.
 pub fn groups(dir: &Path, vfs: &CountingVfs, budget: Budget, members: usize) -> Result<Sample> {
     let path = database(dir, vfs)?;
     let conn = connection::open_via(&path, &settings(Synchronous::Full), Some(vfs.name()))?;
