@@ -13,7 +13,8 @@
 //! - `measure`: the wall clock, samples, medians and percentiles.
 //! - `raw`: the limit (overwrite + fsync, append + fdatasync).
 //! - `sqlite`: one connection: append per `synchronous`, outbox, batches,
-//!   a connection per append.
+//!   the group committer's transaction alone (`groups16`, the ceiling of
+//!   `group_commit16`), a connection per append.
 //! - `threads`: many threads: one connection each, or one group committer.
 //! - `run`: rounds × configurations; `report`: JSON, tables, files;
 //!   `chart`: the SVG.

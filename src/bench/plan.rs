@@ -12,12 +12,18 @@ pub const LIMIT: &str = "raw_overwrite_fsync_4k";
 pub enum Kind {
     /// `bytes` written over a preallocated region, then `fsync`.
     RawOverwriteFsync { bytes: usize },
+    /// `frames` WAL frames (24-byte header + 4 KiB page each, written as
+    /// SQLite writes them, unaligned) over a preallocated region, then `fsync`.
+    RawWalFrames { frames: usize },
     /// `bytes` appended to a file, then `fdatasync`.
     RawAppendFdatasync { bytes: usize },
     /// One event (and `commands` outbox rows) per transaction, one persistent connection.
     Append { synchronous: Synchronous, commands: usize },
     /// `appends` events per transaction, one persistent connection (FULL).
     Batch { appends: usize },
+    /// `members` workflows' appends per transaction, each in its savepoint,
+    /// committed by the group committer's own code on one thread (FULL).
+    Groups { members: usize },
     /// A new connection per append, closed after it (FULL).
     ConnPerAppend,
     /// `threads` OS threads, each with its own connection, one event per transaction (FULL).
@@ -64,6 +70,11 @@ pub fn all() -> Vec<Config> {
             "the limit: 4 KiB overwrite + fsync, as a WAL after its first checkpoint",
         ),
         config(
+            "raw_wal_frames2_fsync",
+            Kind::RawWalFrames { frames: 2 },
+            "what one append's COMMIT writes: 2 WAL frames (8 KiB over 3 blocks) + fsync",
+        ),
+        config(
             "raw_append_fdatasync_4k",
             Kind::RawAppendFdatasync { bytes: 4096 },
             "4 KiB append + fdatasync: a growing file",
@@ -105,6 +116,11 @@ pub fn all() -> Vec<Config> {
             format!("{appends} events per transaction"),
         ));
     }
+    configs.push(config(
+        "groups16_full",
+        Kind::Groups { members: 16 },
+        "16 workflows' appends per transaction, a savepoint each, one thread: group_commit16's ceiling",
+    ));
     for threads in [1, 2, 4, 8, 16] {
         configs.push(config(
             format!("writers{threads}_full"),
@@ -174,6 +190,7 @@ mod tests {
             "append_outbox3_full",
             "batch10_full",
             "batch100_full",
+            "groups16_full",
             "writers16_full",
             "conn_per_append_full",
             "group_commit16_full",

@@ -4,6 +4,11 @@
 //!   in turn. A WAL after its first checkpoint is rewritten in place like
 //!   this, so it bounds what one connection committing one transaction at a
 //!   time can reach under `synchronous=FULL`.
+//! - WAL frames + `fsync`: the same, but written as SQLite writes a commit
+//!   to its WAL: per page a 24-byte frame header, then the 4 KiB page, at
+//!   offsets 32 + n × 4120, so frames straddle blocks. One event's append
+//!   writes two (a table page and an index page): 8 KiB over three blocks,
+//!   which the disk syncs more slowly than one block.
 //! - append + `fdatasync`: a file that grows with every write, so each sync
 //!   also carries the new size (a metadata update).
 
@@ -39,6 +44,40 @@ pub fn overwrite_fsync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<S
         file.write_all_at(&data, (next % REGION_BLOCKS) * bytes as u64)?;
         file.sync_all()?;
         next += 1;
+        Ok(1)
+    };
+    for _ in 0..budget.warmup_ops {
+        write()?;
+    }
+    let mut sample = timed_loop(budget.sample, write)?;
+    sample.fsyncs = sample.commits;
+    Ok(sample)
+}
+
+/// `frames` WAL-shaped frames over a preallocated region of
+/// `dir/frames.dat`, in turn, then `fsync`.
+pub fn wal_frames_fsync(dir: &Path, frames: usize, budget: Budget) -> io::Result<Sample> {
+    const HEADER: u64 = 32;
+    const FRAME: u64 = 24 + 4096;
+    let path = dir.join("frames.dat");
+    let region_frames = REGION_BLOCKS;
+    let region_bytes = HEADER + region_frames * FRAME;
+    if std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) < region_bytes {
+        let file = File::create(&path)?;
+        file.write_all_at(&vec![0xa5; region_bytes as usize], 0)?;
+        file.sync_all()?;
+    }
+    let file = OpenOptions::new().write(true).open(&path)?;
+    let (header, page) = (block(24), block(4096));
+    let mut next = 0u64;
+    let mut write = || -> io::Result<u64> {
+        for _ in 0..frames {
+            let offset = HEADER + (next % region_frames) * FRAME;
+            file.write_all_at(&header, offset)?;
+            file.write_all_at(&page, offset + 24)?;
+            next += 1;
+        }
+        file.sync_all()?;
         Ok(1)
     };
     for _ in 0..budget.warmup_ops {
@@ -87,6 +126,12 @@ mod tests {
         assert_eq!(
             std::fs::metadata(dir.path().join("overwrite.dat")).unwrap().len(),
             256 * 4096
+        );
+        let sample = wal_frames_fsync(dir.path(), 2, budget).unwrap();
+        assert!(sample.commits >= 1 && sample.fsyncs == sample.commits);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("frames.dat")).unwrap().len(),
+            32 + 256 * 4120
         );
         let sample = append_fdatasync(dir.path(), 200, budget).unwrap();
         let length = std::fs::metadata(dir.path().join("append.dat")).unwrap().len();

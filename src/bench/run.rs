@@ -85,7 +85,10 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
             source,
         })?;
         let keeper = match config.kind {
-            Kind::RawOverwriteFsync { .. } | Kind::RawAppendFdatasync { .. } | Kind::ConnPerAppend => None,
+            Kind::RawOverwriteFsync { .. }
+            | Kind::RawWalFrames { .. }
+            | Kind::RawAppendFdatasync { .. }
+            | Kind::ConnPerAppend => None,
             _ => Some(sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
                 config: config.name.clone(),
                 source,
@@ -133,11 +136,13 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
     };
     match config.kind {
         Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget).map_err(io),
+        Kind::RawWalFrames { frames } => raw::wal_frames_fsync(dir, frames, budget).map_err(io),
         Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
         Kind::Append { synchronous, commands } => {
             sqlite::append(dir, vfs, budget, synchronous, commands).map_err(store)
         }
         Kind::Batch { appends } => sqlite::batch(dir, vfs, budget, appends).map_err(store),
+        Kind::Groups { members } => sqlite::groups(dir, vfs, budget, members).map_err(store),
         Kind::ConnPerAppend => sqlite::conn_per_append(dir, vfs, budget).map_err(store),
         Kind::Writers { threads } => threads::writers(dir, vfs, budget, threads).map_err(store),
         Kind::GroupCommit { writers } => threads::group_commit(dir, vfs, budget, writers).map_err(store),

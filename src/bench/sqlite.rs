@@ -19,6 +19,7 @@ use rusqlite::Connection;
 
 use super::measure::{Budget, Sample, timed_loop};
 use crate::model::Command;
+use crate::store::group_commit::batch::{EventAppend, Transaction, commit_group};
 use crate::store::reference::ReferenceStore;
 use crate::store::{Result, SqliteSettings, Store, Synchronous, connection, events};
 use crate::vfs::CountingVfs;
@@ -130,6 +131,51 @@ pub fn batch(dir: &Path, vfs: &CountingVfs, budget: Budget, appends: usize) -> R
     counted(vfs, || timed_loop(budget.sample, transaction))
 }
 
+/// The group committer's transaction without its threads: `members`
+/// workflows each extended by one event, each in its own savepoint, one
+/// `COMMIT` (`group_commit::batch::commit_group`), back to back on one
+/// connection (FULL). What a group of `members` costs the committer once
+/// every member is at hand: no hand-off, no waiting, so the ceiling of
+/// `group_commit{members}`. It writes more than `batch{members}`: the
+/// workflows' ends of the primary-key index spread over more pages as the
+/// workflows grow, up to a page each.
+pub fn groups(dir: &Path, vfs: &CountingVfs, budget: Budget, members: usize) -> Result<Sample> {
+    let path = database(dir, vfs)?;
+    let conn = connection::open_via(&path, &settings(Synchronous::Full), Some(vfs.name()))?;
+    let mut heads = (0..members)
+        .map(|index| {
+            let workflow_id = format!("bench-groups-{index}");
+            let head = events::last_seq(&conn, &workflow_id)?;
+            Ok((workflow_id, head))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut group = || -> Result<u64> {
+        let transactions: Vec<Transaction> = heads
+            .iter()
+            .map(|(workflow_id, head)| Transaction {
+                appends: vec![EventAppend {
+                    workflow_id: workflow_id.clone(),
+                    expected_seq: *head,
+                    kind: KIND.to_string(),
+                    payload: PAYLOAD.to_string(),
+                    commands: Vec::new(),
+                }],
+            })
+            .collect();
+        for outcome in commit_group(&conn, &transactions)? {
+            outcome?;
+        }
+        for (_, head) in &mut heads {
+            *head += 1;
+        }
+        Ok(members as u64)
+    };
+    for _ in 0..budget.warmup_ops.div_ceil(members as u32).max(1) {
+        group()?;
+    }
+    counted(vfs, || timed_loop(budget.sample, group))
+}
+
 /// One transaction of `appends` events extending `workflow_id` from `head`.
 fn insert_batch(store: &mut ReferenceStore, workflow_id: &str, head: u64, appends: usize) -> Result<()> {
     store.begin()?;
@@ -234,6 +280,20 @@ mod tests {
         let sample = batch(dir.path(), &vfs, BUDGET, 10).unwrap();
         assert_eq!(sample.appends, 10 * sample.commits);
         assert!(sample.fsyncs >= sample.commits, "{sample:?}");
+    }
+
+    #[test]
+    fn groups_carry_one_append_per_workflow_in_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = vfs();
+        let sample = groups(dir.path(), &vfs, BUDGET, 4).unwrap();
+        assert_eq!(sample.appends, 4 * sample.commits);
+        assert!(sample.fsyncs >= sample.commits, "{sample:?}");
+        let store = open(&dir.path().join("store.db"), Synchronous::Full, &vfs).unwrap();
+        for index in 0..4 {
+            let head = events::last_seq(store.conn(), &format!("bench-groups-{index}")).unwrap();
+            assert_eq!(head, sample.commits + 1, "timed and warm-up groups");
+        }
     }
 
     #[test]

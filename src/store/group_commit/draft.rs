@@ -46,6 +46,21 @@ impl Draft {
         kind: &str,
         payload: &str,
     ) -> Result<u64> {
+        self.insert_event_with(workflow_id, expected_seq, kind, payload, || {
+            events::last_seq(reader, workflow_id)
+        })
+    }
+
+    /// `insert_event`, with the head (when this transaction has no earlier
+    /// event of `workflow_id`) from `committed_head` instead of a read.
+    pub fn insert_event_with(
+        &mut self,
+        workflow_id: &str,
+        expected_seq: u64,
+        kind: &str,
+        payload: &str,
+        committed_head: impl FnOnce() -> Result<u64>,
+    ) -> Result<u64> {
         let transaction = self.open.as_mut().ok_or_else(no_transaction)?;
         let own = transaction
             .appends
@@ -54,7 +69,7 @@ impl Draft {
             .find(|append| append.workflow_id == workflow_id);
         let head = match own {
             Some(append) => append.expected_seq + 1,
-            None => events::last_seq(reader, workflow_id)?,
+            None => committed_head()?,
         };
         if head != expected_seq {
             return Err(StoreError::Conflict {
