@@ -2,10 +2,7 @@
 //! to the disk's own limit, a table on the terminal, files under
 //! `reports/bench/`.
 
-use std::io::IsTerminal;
-
 use anyhow::{Context as _, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{BenchArgs, Format};
 use crate::bench::report::{self, BenchRecord, Context};
@@ -69,7 +66,12 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         );
     }
 
-    let bar = progress_bar(human, options.configs.len() as u64 * u64::from(options.rounds));
+    let bar = super::output::progress_bar(
+        human,
+        options.configs.len() as u64 * u64::from(options.rounds),
+        "bench",
+        "samples",
+    );
     let measured = crate::bench::run(&options, |round, config| {
         bar.set_message(format!("round {}/{}: {}", round + 1, options.rounds, config.name));
         bar.inc(1);
@@ -110,18 +112,4 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         println!("{}", serde_json::to_string(&record).expect("records serialise"));
     }
     Ok(Exit::Pass)
-}
-
-/// A progress bar on a terminal; hidden in CI, in JSON mode, or when stderr is not a TTY.
-fn progress_bar(human: bool, len: u64) -> ProgressBar {
-    let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} samples, eta {eta} {msg}")
-        .expect("valid template")
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar
 }

@@ -151,14 +151,14 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
         mode: Default::default(),
     };
     let human = args.format == Format::Human;
-    let quiet = !human || std::env::var_os("CI").is_some();
+    let bar = super::output::progress_bar(human, 0, &loaded.label(), "cuts");
     let mut progress = |tried: u64, total: u64| {
-        if !quiet && (tried % 50 == 0 || tried == total) {
-            eprintln!("  {tried}/{total} cuts");
-        }
+        bar.set_length(total);
+        bar.set_position(tried);
     };
     let found: Enumeration =
         exhaustive::enumerate(&loaded, args.seed, args.every, args.max_points, &options, &mut progress)?;
+    bar.finish_and_clear();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if human {

@@ -1,7 +1,10 @@
 //! Shared pieces of human output: the replay command, numbers, the kill table.
 
 use std::fmt::Write;
+use std::io::IsTerminal;
 use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::check::Violation;
 use crate::report::json::KillCount;
@@ -101,6 +104,23 @@ pub fn failure_lines(
         let _ = writeln!(text, "note: report written to {}/", dir.display());
     }
     text
+}
+
+/// A progress bar of `len` steps on a terminal; hidden in CI (`CI` set), in
+/// JSON mode, or when stderr is not a TTY. `unit` names what is counted.
+pub fn progress_bar(human: bool, len: u64, prefix: &str, unit: &str) -> ProgressBar {
+    let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let template = format!("{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{per_sec}}, eta {{eta}} {{msg}}");
+    let style = ProgressStyle::with_template(&template)
+        .expect("valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(prefix.to_string());
+    bar
 }
 
 #[cfg(test)]

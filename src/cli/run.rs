@@ -1,13 +1,12 @@
 //! `crashsim run`: scenarios × seeds, a summary, reports, an exit code.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::output::{failure_lines, kill_table, rate, replay_command, thousands};
+use super::output::{failure_lines, kill_table, progress_bar, rate, replay_command, thousands};
 use super::{Format, RunArgs};
 use crate::exit::Exit;
 use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord};
@@ -169,7 +168,7 @@ fn run_scenario(
             }
         );
     }
-    let bar = progress_bar(human, seeds.len() as u64, &loaded.label());
+    let bar = progress_bar(human, seeds.len() as u64, &loaded.label(), "seeds");
     let mut failed_so_far = 0u64;
     #[expect(
         clippy::disallowed_methods,
@@ -334,21 +333,6 @@ fn run_summary(
         sqlite_version: platform::sqlite_version().to_string(),
         scenarios: scenarios.to_vec(),
     }
-}
-
-/// A progress bar on a terminal; hidden in CI, in JSON mode, or when stderr is not a TTY.
-fn progress_bar(human: bool, len: u64, name: &str) -> ProgressBar {
-    let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta} {msg}")
-        .expect("valid template")
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(name.to_string());
-    bar
 }
 
 fn describe_seeds(seeds: &[u64]) -> String {
