@@ -28,24 +28,19 @@ fn block(bytes: usize) -> Vec<u8> {
     (0..bytes).map(|index| (index % 251) as u8 + 1).collect()
 }
 
-/// `bytes` over a preallocated region of `dir/overwrite.dat`, then `fsync`.
-pub fn overwrite_fsync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<Sample> {
-    let path = dir.join("overwrite.dat");
-    let region_bytes = REGION_BLOCKS * bytes as u64;
-    if std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) < region_bytes {
-        let file = File::create(&path)?;
-        file.write_all_at(&vec![0xa5; region_bytes as usize], 0)?;
+/// `path`, opened for writing, at least `bytes` long and synced: a region
+/// that later writes overwrite in place.
+fn preallocated(path: &Path, bytes: u64) -> io::Result<File> {
+    if std::fs::metadata(path).map(|meta| meta.len()).unwrap_or(0) < bytes {
+        let file = File::create(path)?;
+        file.write_all_at(&vec![0xa5; bytes as usize], 0)?;
         file.sync_all()?;
     }
-    let file = OpenOptions::new().write(true).open(&path)?;
-    let data = block(bytes);
-    let mut next = 0u64;
-    let mut write = || -> io::Result<u64> {
-        file.write_all_at(&data, (next % REGION_BLOCKS) * bytes as u64)?;
-        file.sync_all()?;
-        next += 1;
-        Ok(1)
-    };
+    OpenOptions::new().write(true).open(path)
+}
+
+/// Warms up, then times `write` (one durable write, one sync per call).
+fn measured(budget: Budget, mut write: impl FnMut() -> io::Result<u64>) -> io::Result<Sample> {
     for _ in 0..budget.warmup_ops {
         write()?;
     }
@@ -54,23 +49,29 @@ pub fn overwrite_fsync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<S
     Ok(sample)
 }
 
+/// `bytes` over a preallocated region of `dir/overwrite.dat`, then `fsync`.
+pub fn overwrite_fsync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<Sample> {
+    let file = preallocated(&dir.join("overwrite.dat"), REGION_BLOCKS * bytes as u64)?;
+    let data = block(bytes);
+    let mut next = 0u64;
+    measured(budget, || {
+        file.write_all_at(&data, (next % REGION_BLOCKS) * bytes as u64)?;
+        file.sync_all()?;
+        next += 1;
+        Ok(1)
+    })
+}
+
 /// `frames` WAL-shaped frames over a preallocated region of
 /// `dir/frames.dat`, in turn, then `fsync`.
 pub fn wal_frames_fsync(dir: &Path, frames: usize, budget: Budget) -> io::Result<Sample> {
     const HEADER: u64 = 32;
     const FRAME: u64 = 24 + 4096;
-    let path = dir.join("frames.dat");
     let region_frames = REGION_BLOCKS;
-    let region_bytes = HEADER + region_frames * FRAME;
-    if std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) < region_bytes {
-        let file = File::create(&path)?;
-        file.write_all_at(&vec![0xa5; region_bytes as usize], 0)?;
-        file.sync_all()?;
-    }
-    let file = OpenOptions::new().write(true).open(&path)?;
+    let file = preallocated(&dir.join("frames.dat"), HEADER + region_frames * FRAME)?;
     let (header, page) = (block(24), block(4096));
     let mut next = 0u64;
-    let mut write = || -> io::Result<u64> {
+    measured(budget, || {
         for _ in 0..frames {
             let offset = HEADER + (next % region_frames) * FRAME;
             file.write_all_at(&header, offset)?;
@@ -79,13 +80,7 @@ pub fn wal_frames_fsync(dir: &Path, frames: usize, budget: Budget) -> io::Result
         }
         file.sync_all()?;
         Ok(1)
-    };
-    for _ in 0..budget.warmup_ops {
-        write()?;
-    }
-    let mut sample = timed_loop(budget.sample, write)?;
-    sample.fsyncs = sample.commits;
-    Ok(sample)
+    })
 }
 
 /// `bytes` appended to a fresh `dir/append.dat`, then `fdatasync`.
@@ -94,18 +89,12 @@ pub fn append_fdatasync(dir: &Path, bytes: usize, budget: Budget) -> io::Result<
     file.sync_all()?;
     let data = block(bytes);
     let mut length = 0u64;
-    let mut write = || -> io::Result<u64> {
+    measured(budget, || {
         file.write_all_at(&data, length)?;
         file.sync_data()?;
         length += bytes as u64;
         Ok(1)
-    };
-    for _ in 0..budget.warmup_ops {
-        write()?;
-    }
-    let mut sample = timed_loop(budget.sample, write)?;
-    sample.fsyncs = sample.commits;
-    Ok(sample)
+    })
 }
 
 #[cfg(test)]
