@@ -339,6 +339,9 @@ impl<'a> Simulator<'a> {
         self.observer = None;
         self.slots.clear();
         self.system = None;
+        if let Some(power) = &self.power {
+            power.vfs.retire();
+        }
         if let Some(message) = self.fatal {
             return Err(SimError::Process(message));
         }

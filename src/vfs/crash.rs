@@ -403,6 +403,15 @@ impl CrashVfs {
         self.is_cut().then(|| self.state().cut_at).flatten()
     }
 
+    /// The run is over: frees the files' images and logs (a run's worth of
+    /// database pages) and unlinks the VFS, so a long sweep of seeds holds
+    /// one run's disk at a time, not every run's. Call once every connection
+    /// through it is closed; one still open keeps working, untracked.
+    pub fn retire(&self) {
+        *self.state() = State::default();
+        shim::unregister(self.registered);
+    }
+
     /// Sets the simulated clock (`xCurrentTime`), in ticks (milliseconds).
     pub fn set_clock(&self, tick: u64) {
         self.clock_ms
@@ -694,6 +703,23 @@ mod tests {
         vfs.set_clock(1_000);
         let now: String = conn.query_row("SELECT CURRENT_TIMESTAMP", [], |r| r.get(0)).unwrap();
         assert_eq!(now, "2026-01-01 00:00:01");
+    }
+
+    #[test]
+    fn a_retired_vfs_lets_go_of_its_images_and_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = CrashVfs::register(&unique("retire"), Model::DropUnsynced).unwrap();
+        let path = dir.path().join("t.db");
+        let conn = open(&path, &vfs, "WAL", "FULL");
+        insert_until_cut(&conn, 5);
+        assert!(!vfs.state().inodes.is_empty());
+        vfs.retire();
+        assert!(vfs.state().inodes.is_empty() && vfs.state().names.is_empty());
+        // The open connection keeps working, untracked.
+        assert_eq!(insert_until_cut(&conn, 5), 5);
+        drop(conn);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE;
+        assert!(Connection::open_with_flags_and_vfs(&path, flags, vfs.name()).is_err());
     }
 
     #[test]

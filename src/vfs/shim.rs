@@ -18,9 +18,11 @@
 //!
 //! Invariants the callbacks rely on:
 //! - `pAppData` of a registered VFS points at its leaked `Registered`, which
-//!   is never freed (SQLite may use a VFS for the life of the process), so a
-//!   registration is permanent: register one per run context, not per
-//!   connection.
+//!   is never freed (a connection keeps its VFS pointer for its life), so a
+//!   name is never reused: register one per run context, not per
+//!   connection. `unregister` only unlinks it from SQLite's list (which
+//!   `sqlite3_vfs_find` scans linearly), so connections still open through
+//!   it keep working; what stays behind is the small `Registered`.
 //! - A file's `pMethods` is ours exactly when the inner open set the inner
 //!   file's `pMethods`, so SQLite calls `xClose` exactly when the inner file
 //!   must be closed, and every method sees an initialised header.
@@ -132,6 +134,18 @@ impl Registered {
     /// the counting hooks mirror).
     pub fn inner_is_unix(&self) -> bool {
         self.inner_name.starts_with("unix")
+    }
+}
+
+/// Unlinks `registered` from SQLite's list of VFSes: no new connection can
+/// open it by name. Its struct stays valid (it is never freed), so a
+/// connection still open through it is unaffected.
+pub fn unregister(registered: &'static Registered) {
+    let _guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: the struct was registered by `register` and lives for the
+    // process; unregistering a VFS that is not in the list is a no-op.
+    unsafe {
+        ffi::sqlite3_vfs_unregister(registered.vfs.get());
     }
 }
 
