@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 
 use super::output::thousands;
 use super::{DurabilityArgs, Format};
+use crate::check::Invariant;
 use crate::durability::exhaustive::{self, Enumeration};
 use crate::durability::table::{self, Row, as_documented, share};
 use crate::exit::Exit;
@@ -171,12 +172,30 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
             thousands(found.tried),
             args.every.max(1)
         )?;
-        writeln!(out, "crash states judged: {}, failing: {}", found.tried, found.failing)?;
-        for (invariant, count) in &found.by_invariant {
-            writeln!(out, "  {invariant} {}: {count} crash state(s)", invariant.title())?;
+        writeln!(
+            out,
+            "crash states judged: {} (each by every checker), failing: {}",
+            thousands(found.tried),
+            thousands(found.failing)
+        )?;
+        for invariant in Invariant::ALL.into_iter().filter(|invariant| invariant.checked()) {
+            let failing = found.by_invariant.get(&invariant).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "  {:<4} {:<32} {} judged, {} failing",
+                invariant.to_string(),
+                invariant.title(),
+                thousands(found.tried),
+                thousands(failing)
+            )?;
         }
-        for (point, first) in &found.failures {
-            writeln!(out, "error: cut at point {point}: {first}")?;
+        for failure in &found.failures {
+            let first = failure.violations.first().map(String::as_str).unwrap_or_default();
+            let more = match failure.violations.len() {
+                0 | 1 => String::new(),
+                count => format!(" (+{} more)", count - 1),
+            };
+            writeln!(out, "error: cut at point {}: {first}{more}", failure.point)?;
         }
     } else {
         writeln!(

@@ -27,9 +27,24 @@ pub struct Enumeration {
     pub failing: u64,
     /// Crash states that failed each invariant.
     pub by_invariant: BTreeMap<Invariant, u64>,
-    /// The first failing points, with their first violation.
-    pub failures: Vec<(u64, String)>,
+    /// The first failing points, each with its violations (at most
+    /// `VIOLATIONS_KEPT`, in the checkers' order).
+    pub failures: Vec<Failure>,
 }
+
+/// A crash state in which some invariant failed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    /// The persistence point the power was cut at.
+    pub point: u64,
+    pub violations: Vec<String>,
+}
+
+/// Failing points kept in full.
+const FAILURES_KEPT: usize = 10;
+
+/// Violations kept per failing point.
+const VIOLATIONS_KEPT: usize = 20;
 
 /// A cut that never comes: the crash VFS is in place, nothing fails.
 fn dry() -> FaultSource {
@@ -71,8 +86,16 @@ pub fn enumerate(
             for invariant in invariants {
                 *enumeration.by_invariant.entry(invariant).or_default() += 1;
             }
-            if enumeration.failures.len() < 10 {
-                enumeration.failures.push((point, result.violations[0].to_string()));
+            if enumeration.failures.len() < FAILURES_KEPT {
+                enumeration.failures.push(Failure {
+                    point,
+                    violations: result
+                        .violations
+                        .iter()
+                        .take(VIOLATIONS_KEPT)
+                        .map(ToString::to_string)
+                        .collect(),
+                });
             }
         }
         progress(enumeration.tried, total);
