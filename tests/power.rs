@@ -153,6 +153,37 @@ fn every_cut_point_of_a_small_run_is_judged() {
 }
 
 #[test]
+fn an_enumerated_crash_state_replays_from_its_printed_command() {
+    let output = crashsim(&[
+        "durability",
+        "--exhaustive",
+        "tests/fixtures/power_small.toml",
+        "--mutant",
+        "sync_off",
+        "--every",
+        "9",
+        "--max-points",
+        "12",
+        "--no-report",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let text = stdout(&output);
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("note: replay with `"))
+        .next_back()
+        .expect("a replay command per kept failing point");
+    let words: Vec<&str> = last.trim_end_matches('`').split(' ').collect();
+    let replay = &words[words.iter().position(|w| *w == "replay").unwrap()..];
+    assert!(replay.contains(&"--cut"), "{last}");
+    let mut args = replay.to_vec();
+    args.push("--quiet");
+    let again = crashsim(&args);
+    assert_eq!(again.status.code(), Some(1), "{}", stdout(&again));
+    assert!(stdout(&again).contains("lost in the power cut"), "{}", stdout(&again));
+}
+
+#[test]
 fn the_durability_command_prints_one_row_per_setting() {
     let output = crashsim(&["durability", "--cuts", "10", "--format", "json", "--no-report"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
-use super::output::thousands;
+use super::output::{replay_command, thousands};
 use super::{DurabilityArgs, Format};
 use crate::check::Invariant;
 use crate::durability::exhaustive::{self, Enumeration};
@@ -196,6 +196,8 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
                 count => format!(" (+{} more)", count - 1),
             };
             writeln!(out, "error: cut at point {}: {first}{more}", failure.point)?;
+            let replay = replay_command(&loaded, found.seed, &Default::default());
+            writeln!(out, "note: replay with `{replay} --cut {}`", failure.point)?;
         }
     } else {
         writeln!(

@@ -163,6 +163,10 @@ pub struct ReplayArgs {
     /// Print only the verdict, not the trace.
     #[arg(long)]
     pub quiet: bool,
+    /// Instead of the seed's drawn faults, only a power cut at this
+    /// persistence point (a crash state of `durability --exhaustive`).
+    #[arg(long, value_name = "POINT", conflicts_with = "capsule")]
+    pub cut: Option<u64>,
     /// Write the run as a replay capsule (its faults forced, its verdict
     /// expected), e.g. to pin a run in scenarios/regressions/.
     #[arg(long, value_name = "FILE")]

@@ -8,6 +8,7 @@ use anyhow::anyhow;
 use super::output::{failure_lines, replay_command, replay_command_prefix};
 use super::{Format, ReplayArgs};
 use crate::capsule::Capsule;
+use crate::durability::exhaustive;
 use crate::exit::Exit;
 use crate::report::json::SeedRecord;
 use crate::runner::{self, Options, SeedResult};
@@ -52,11 +53,19 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
         .seed
         .or(loaded.scenario.seed)
         .ok_or_else(|| anyhow!("{}: no --seed given and the scenario sets no `seed`", path.display()))?;
+    let mut command = replay_command(&loaded, seed, &mode);
+    let faults = match args.cut {
+        Some(point) => {
+            command.push_str(&format!(" --cut {point}"));
+            exhaustive::cut_at(point)
+        }
+        None => FaultSource::Drawn,
+    };
     Ok(Target {
-        command: replay_command(&loaded, seed, &mode),
+        command,
         loaded,
         seed,
-        faults: FaultSource::Drawn,
+        faults,
         capsule: None,
     })
 }

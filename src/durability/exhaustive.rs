@@ -51,6 +51,12 @@ fn dry() -> FaultSource {
     FaultSource::Forced(BTreeSet::from([Fault::PowerCut { point: u64::MAX }]))
 }
 
+/// No fault but a power cut at persistence point `point`: one crash state
+/// (`crashsim replay … --cut POINT` replays it).
+pub fn cut_at(point: u64) -> FaultSource {
+    FaultSource::Forced(BTreeSet::from([Fault::PowerCut { point }]))
+}
+
 /// Enumerates the cut points of seed `seed` of `loaded`.
 pub fn enumerate(
     loaded: &Loaded,
@@ -77,8 +83,7 @@ pub fn enumerate(
         .collect();
     let total = cuts.len() as u64;
     for point in cuts {
-        let source = FaultSource::Forced(BTreeSet::from([Fault::PowerCut { point }]));
-        let result = run_seed_with(loaded, seed, options, source)?;
+        let result = run_seed_with(loaded, seed, options, cut_at(point))?;
         enumeration.tried += 1;
         if !result.ok {
             enumeration.failing += 1;
