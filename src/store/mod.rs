@@ -110,7 +110,13 @@ pub trait Store {
                 .enumerate()
                 .map(|(index, command)| self.insert_command(workflow_id, seq, index, command))
                 .collect::<Result<Vec<_>>>()?;
-            self.commit()?;
+            // A store that commits in groups answers `Pending` until the
+            // group has committed; asking again is what flushes it.
+            let mut committed = self.commit();
+            while let Err(StoreError::Pending) = committed {
+                committed = self.commit();
+            }
+            committed?;
             Ok((seq, ids))
         })();
         if attempt.is_err() {

@@ -109,6 +109,15 @@ fn run(conn: &Connection, sql: &str) -> Result<()> {
     Ok(())
 }
 
+/// Test set-up: a deferred foreign key that an event of workflow `poison`
+/// violates, so every statement succeeds and the COMMIT itself fails.
+#[cfg(test)]
+pub(super) const POISON_ON_COMMIT: &str = "PRAGMA foreign_keys = ON;
+    CREATE TABLE parent (id INTEGER PRIMARY KEY);
+    CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
+    CREATE TRIGGER poison AFTER INSERT ON events WHEN NEW.workflow_id = 'poison'
+    BEGIN INSERT INTO child VALUES (42); END;";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,14 +228,7 @@ mod tests {
         let (_dir, conn) = database();
         // A deferred foreign key that a poisoned event violates: every
         // statement succeeds, and the COMMIT itself fails.
-        conn.execute_batch(
-            "PRAGMA foreign_keys = ON;
-             CREATE TABLE parent (id INTEGER PRIMARY KEY);
-             CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
-             CREATE TRIGGER poison AFTER INSERT ON events WHEN NEW.workflow_id = 'poison'
-             BEGIN INSERT INTO child VALUES (42); END;",
-        )
-        .unwrap();
+        conn.execute_batch(POISON_ON_COMMIT).unwrap();
         let result = commit_group(&conn, &[append("wf-a", 0, 1), append("poison", 0, 0)]);
         assert!(matches!(result, Err(StoreError::Sqlite(_))), "{result:?}");
         assert!(conn.is_autocommit(), "the failed group was rolled back");

@@ -225,37 +225,6 @@ impl Store for GroupCommitStore {
     fn connection(&self) -> Option<&rusqlite::Connection> {
         Some(self.local.conn())
     }
-
-    /// The one-call append: queue, then ask again, which flushes.
-    fn append_with_commands(
-        &mut self,
-        workflow_id: &str,
-        expected_seq: u64,
-        kind: &str,
-        payload: &str,
-        commands: &[Command],
-    ) -> Result<(u64, Vec<String>)> {
-        self.begin()?;
-        let attempt = (|| {
-            let seq = self.insert_event(workflow_id, expected_seq, kind, payload)?;
-            let ids = commands
-                .iter()
-                .enumerate()
-                .map(|(index, command)| self.insert_command(workflow_id, seq, index, command))
-                .collect::<Result<Vec<_>>>()?;
-            // The second call finds the transaction queued and flushes it.
-            let mut committed = self.commit();
-            while let Err(StoreError::Pending) = committed {
-                committed = self.commit();
-            }
-            committed?;
-            Ok((seq, ids))
-        })();
-        if attempt.is_err() {
-            let _ = self.rollback();
-        }
-        attempt
-    }
 }
 
 impl Drop for GroupCommitStore {

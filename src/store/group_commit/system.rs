@@ -8,8 +8,7 @@
 //! the committer, whose transaction never outlives one simulated step.
 
 use super::stepped::{Committer, GroupCommitStore, SharedCommitter};
-use crate::store::receiver::ReferenceReceiver;
-use crate::store::reference::ReferenceStore;
+use crate::store::reference::ReferenceSystem;
 use crate::store::{Implementation, Receiver, Result, Store, System, SystemConfig};
 
 /// The group-commit implementation, by name.
@@ -25,35 +24,32 @@ impl Implementation for GroupCommit {
     }
 
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
-        ReferenceStore::create_schema(&config.store_path, &config.store_sqlite)?;
-        ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
+        // The same files and receivers as the reference; only appends differ.
+        let reference = ReferenceSystem::create(config)?;
         Ok(Box::new(GroupCommitSystem {
             committer: Committer::open(&config.store_path, &config.store_sqlite)?,
-            config: config.clone(),
+            reference,
         }))
     }
 }
 
 /// One run's databases and its shared committer.
 pub struct GroupCommitSystem {
-    config: SystemConfig,
+    reference: ReferenceSystem,
     committer: SharedCommitter,
 }
 
 impl System for GroupCommitSystem {
     fn open_store(&mut self) -> Result<Box<dyn Store>> {
+        let config = &self.reference.config;
         Ok(Box::new(GroupCommitStore::open(
-            &self.config.store_path,
-            &self.config.store_sqlite,
+            &config.store_path,
+            &config.store_sqlite,
             &self.committer,
         )?))
     }
 
     fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
-        Ok(Box::new(ReferenceReceiver::open(
-            &self.config.receiver_path,
-            &self.config.receiver_sqlite,
-            self.config.hotel_failure,
-        )?))
+        self.reference.open_receiver()
     }
 }

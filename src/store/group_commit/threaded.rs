@@ -617,14 +617,7 @@ mod tests {
         let path = database(dir.path());
         let conn = connection::open(&path, &SqliteSettings::default()).unwrap();
         // COMMIT fails on a deferred foreign key that only 'poison' violates.
-        conn.execute_batch(
-            "PRAGMA foreign_keys = ON;
-             CREATE TABLE parent (id INTEGER PRIMARY KEY);
-             CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
-             CREATE TRIGGER poison AFTER INSERT ON events WHEN NEW.workflow_id = 'poison'
-             BEGIN INSERT INTO child VALUES (42); END;",
-        )
-        .unwrap();
+        conn.execute_batch(super::super::batch::POISON_ON_COMMIT).unwrap();
         let committer = GroupCommitter::start(conn, 16);
         let mut poisoned = client(&committer, &path);
         assert!(matches!(
