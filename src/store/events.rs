@@ -59,19 +59,26 @@ pub fn last_seq(conn: &Connection, workflow_id: &str) -> Result<u64> {
 /// The primary key alone rejects a writer whose `seq + 1` is taken; the head
 /// check also rejects one that would leave a gap. Either way the writer gets
 /// `Conflict` and must reload and decide again.
+///
+/// The check and the insert are two statements, not one
+/// `INSERT … SELECT … WHERE (SELECT MAX(seq) …) = ?`: an `INSERT` whose
+/// `SELECT` reads the table it writes is first copied into a temporary
+/// table, which cost more than the rest of the insert (batches of 100 ran
+/// 1.5× faster without it). Nothing can come between the two: a writer
+/// holds the write lock (`BEGIN IMMEDIATE`), and without one the head can
+/// only move by inserting `expected_seq + 1`, which the primary key rejects.
 pub fn insert(conn: &Connection, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
-    let mut statement = conn.prepare_cached(
-        "INSERT INTO events (workflow_id, seq, kind, payload)
-         SELECT ?1, ?2 + 1, ?3, ?4
-          WHERE (SELECT COALESCE(MAX(seq), 0) FROM events WHERE workflow_id = ?1) = ?2",
-    )?;
     let conflict = || StoreError::Conflict {
         workflow_id: workflow_id.to_string(),
         expected_seq,
     };
-    match statement.execute(params![workflow_id, expected_seq, kind, payload]) {
-        Ok(1) => Ok(expected_seq + 1),
-        Ok(_) => Err(conflict()),
+    if last_seq(conn, workflow_id)? != expected_seq {
+        return Err(conflict());
+    }
+    let mut statement =
+        conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?;
+    match statement.execute(params![workflow_id, expected_seq + 1, kind, payload]) {
+        Ok(_) => Ok(expected_seq + 1),
         Err(error) if is_constraint(&error) => Err(conflict()),
         Err(error) => Err(error.into()),
     }
