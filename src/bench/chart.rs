@@ -6,7 +6,8 @@
 use std::fmt::Write;
 
 use super::plan::LIMIT;
-use super::report::{BenchRecord, ConfigRecord, short};
+use super::report::{BenchRecord, ConfigRecord};
+use crate::report::number::short;
 
 const WIDTH: f64 = 1000.0;
 const ROW: f64 = 22.0;

@@ -11,6 +11,7 @@ use super::chart;
 use super::plan::LIMIT;
 use super::run::Measured;
 use crate::report::atomic;
+use crate::report::number::short;
 
 /// Where the run happened and with what.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -169,23 +170,6 @@ fn targets(configs: &[ConfigRecord]) -> Vec<Target> {
         });
     }
     targets
-}
-
-/// 123456.7 → "123.5k"; 1234.5 → "1.23k"; 12.34 → "12.3".
-pub fn short(value: f64) -> String {
-    if value >= 1e6 {
-        format!("{:.2}M", value / 1e6)
-    } else if value >= 1e5 {
-        format!("{:.0}k", value / 1e3)
-    } else if value >= 1e4 {
-        format!("{:.1}k", value / 1e3)
-    } else if value >= 1e3 {
-        format!("{:.2}k", value / 1e3)
-    } else if value >= 100.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.1}")
-    }
 }
 
 const HEADERS: [&str; 9] = [
@@ -407,9 +391,5 @@ pub(crate) mod tests {
             assert!(markdown.contains(&format!("`{}`", config.name)), "{}", config.name);
         }
         assert!(table.contains("ext4") && table.contains("0123456789ab"));
-        assert_eq!(short(123_456.0), "123k");
-        assert_eq!(short(12_345.0), "12.3k");
-        assert_eq!(short(1_234.0), "1.23k");
-        assert_eq!(short(12.34), "12.3");
     }
 }

@@ -6,12 +6,13 @@ use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
-use super::output::{replay_command, thousands};
+use super::output::replay_command;
 use super::{DurabilityArgs, Format};
 use crate::check::Invariant;
 use crate::durability::exhaustive::{self, Enumeration};
 use crate::durability::table::{self, Row, as_documented, share};
 use crate::exit::Exit;
+use crate::report::number::thousands;
 use crate::report::{self, atomic};
 use crate::runner::{self, Options};
 use crate::scenario;

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::check::Violation;
 use crate::report::json::KillCount;
+use crate::report::number::thousands;
 use crate::scenario::Loaded;
 use crate::sim::process::Mode;
 
@@ -36,30 +37,6 @@ pub fn replay_command_prefix() -> &'static str {
             }
         }
         _ => "crashsim",
-    }
-}
-
-/// 1234567 → "1,234,567".
-pub fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut text = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
-            text.push(',');
-        }
-        text.push(digit);
-    }
-    text
-}
-
-/// A rate with a readable unit: 1234567.0 → "1.23M".
-pub fn rate(value: f64) -> String {
-    if value >= 1e6 {
-        format!("{:.2}M", value / 1e6)
-    } else if value >= 1e4 {
-        format!("{:.1}k", value / 1e3)
-    } else {
-        format!("{value:.1}")
     }
 }
 
@@ -121,19 +98,4 @@ pub fn progress_bar(human: bool, len: u64, prefix: &str, unit: &str) -> Progress
     bar.set_style(style);
     bar.set_prefix(prefix.to_string());
     bar
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(rate(12.34), "12.3");
-        assert_eq!(rate(45_600.0), "45.6k");
-        assert_eq!(rate(2_500_000.0), "2.50M");
-    }
 }

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use super::output::{failure_lines, kill_table, progress_bar, rate, replay_command, thousands};
+use super::output::{failure_lines, kill_table, progress_bar, replay_command};
 use super::{Format, RunArgs};
 use crate::exit::Exit;
 use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord};
+use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded};
 use crate::sim::faults::KillCounters;
@@ -133,7 +134,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 "all: {} seeds, {} failed, {} seeds/s",
                 thousands(total.seeds),
                 thousands(total.failed),
-                rate(total.seeds_per_s)
+                number::short(total.seeds_per_s)
             );
         }
     } else {
@@ -284,8 +285,8 @@ fn print_human(
         summary.scenario,
         thousands(summary.seeds),
         summary.seconds,
-        rate(summary.seeds_per_s),
-        rate(summary.steps_per_s),
+        number::short(summary.seeds_per_s),
+        number::short(summary.steps_per_s),
         thousands(summary.passed),
         thousands(summary.failed)
     );

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
 
-use super::output::{failure_lines, thousands};
+use super::output::failure_lines;
 use super::{Format, ShrinkArgs};
 use crate::capsule::Capsule;
 use crate::exit::Exit;
+use crate::report::number::thousands;
 use crate::report::{self, atomic, junit, markdown};
 use crate::runner::{self, Options};
 use crate::scenario;

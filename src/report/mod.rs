@@ -21,6 +21,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod number;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,57 @@
+//! Numbers for people: the one way every table, summary and chart writes a
+//! count or a rate.
+
+/// 1234567 → "1,234,567".
+pub fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut text = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
+/// A rate or a duration in three significant figures with a unit suffix:
+/// 2500000 → "2.50M"; 123456.7 → "123k"; 12345 → "12.3k"; 1234.5 →
+/// "1.23k"; 456.7 → "457"; 12.34 → "12.3".
+pub fn short(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{:.2}M", value / 1e6)
+    } else if value >= 1e5 {
+        format!("{:.0}k", value / 1e3)
+    } else if value >= 1e4 {
+        format!("{:.1}k", value / 1e3)
+    } else if value >= 1e3 {
+        format!("{:.2}k", value / 1e3)
+    } else if value >= 100.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn short_keeps_three_significant_figures() {
+        assert_eq!(short(2_500_000.0), "2.50M");
+        assert_eq!(short(123_456.7), "123k");
+        assert_eq!(short(12_345.0), "12.3k");
+        assert_eq!(short(1_234.5), "1.23k");
+        assert_eq!(short(456.7), "457");
+        assert_eq!(short(12.34), "12.3");
+    }
+}
