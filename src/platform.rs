@@ -8,6 +8,16 @@ pub fn git_commit() -> &'static str {
     env!("CRASHSIM_GIT_COMMIT")
 }
 
+/// A commit as people read it: 12 hex digits, keeping the `-dirty` mark
+/// (a dirty build's seeds may not replay against the commit alone).
+pub fn short_commit(commit: &str) -> String {
+    let (hash, dirty) = match commit.strip_suffix("-dirty") {
+        Some(hash) => (hash, "-dirty"),
+        None => (commit, ""),
+    };
+    format!("{}{dirty}", hash.get(..12).unwrap_or(hash))
+}
+
 /// The version of the bundled SQLite.
 pub fn sqlite_version() -> &'static str {
     rusqlite::version()
@@ -35,4 +45,17 @@ pub fn filesystem_of(path: &Path) -> String {
         .max_by_key(|(length, _)| *length)
         .map(|(_, fs_type)| fs_type)
         .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_commit_keeps_the_dirty_mark() {
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(short_commit(hash), "0123456789ab");
+        assert_eq!(short_commit(&format!("{hash}-dirty")), "0123456789ab-dirty");
+        assert_eq!(short_commit("unknown"), "unknown");
+    }
 }

@@ -127,7 +127,7 @@ pub fn svg(record: &BenchRecord) -> String {
     let _ = writeln!(
         svg,
         r##"<text x="12" y="40" fill="#555">{} · SQLite {} · {} ({}) · {} round(s) × {} ms{}</text>"##,
-        escape(c.git_commit.get(..12).unwrap_or(&c.git_commit)),
+        escape(&crate::platform::short_commit(&c.git_commit)),
         escape(&c.sqlite_version),
         escape(&c.dir),
         escape(&c.filesystem),

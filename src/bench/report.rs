@@ -220,7 +220,7 @@ fn context_line(record: &BenchRecord) -> String {
     let c = &record.context;
     format!(
         "crashsim {} · SQLite {} · {} on {} (VFS {}) · {} round(s) of {} ms{} · {} core(s)",
-        c.git_commit.get(..12).unwrap_or(&c.git_commit),
+        crate::platform::short_commit(&c.git_commit),
         c.sqlite_version,
         c.dir,
         c.filesystem,

@@ -82,7 +82,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         println!(
             "crashsim {} ({}), SQLite {}",
             env!("CARGO_PKG_VERSION"),
-            short(platform::git_commit()),
+            platform::short_commit(platform::git_commit()),
             platform::sqlite_version()
         );
         println!(
@@ -342,8 +342,4 @@ fn describe_seeds(seeds: &[u64]) -> String {
         [one] => one.to_string(),
         [first, .., last] => format!("{first}..={last}"),
     }
-}
-
-fn short(commit: &str) -> &str {
-    commit.get(..12).unwrap_or(commit)
 }
