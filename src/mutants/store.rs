@@ -1,7 +1,5 @@
 //! Mutants of the event store and outbox (mistakes 1–3).
 
-use rusqlite::params;
-
 use super::forward::forward_store;
 use crate::store::reference::ReferenceStore;
 use crate::store::{Result, Store, StoreError, events};
@@ -29,8 +27,7 @@ impl Store for MaxSeqPlusOne {
     fn insert_event(&mut self, workflow_id: &str, _expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
         let conn = self.inner.conn();
         let seq = events::last_seq(conn, workflow_id)? + 1;
-        conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![workflow_id, seq, kind, payload])?;
+        events::insert_row(conn, workflow_id, seq, kind, payload)?;
         Ok(seq)
     }
 }

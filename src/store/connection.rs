@@ -132,6 +132,13 @@ pub fn open_via(path: &Path, settings: &SqliteSettings, vfs: Option<&str>) -> ru
     Ok(conn)
 }
 
+/// Runs one statement without results (`BEGIN IMMEDIATE`, `COMMIT`, a
+/// savepoint), prepared once per connection, not parsed on every call.
+pub fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 /// The settings actually in force on `conn`, read back from SQLite.
 pub fn effective(conn: &Connection) -> rusqlite::Result<(String, i64)> {
     let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;

@@ -75,11 +75,16 @@ pub fn insert(conn: &Connection, workflow_id: &str, expected_seq: u64, kind: &st
     if last_seq(conn, workflow_id)? != expected_seq {
         return Err(conflict());
     }
-    let mut statement =
-        conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?;
-    match statement.execute(params![workflow_id, expected_seq + 1, kind, payload]) {
-        Ok(_) => Ok(expected_seq + 1),
+    match insert_row(conn, workflow_id, expected_seq + 1, kind, payload) {
+        Ok(()) => Ok(expected_seq + 1),
         Err(error) if is_constraint(&error) => Err(conflict()),
         Err(error) => Err(error.into()),
     }
+}
+
+/// Writes the event at `seq`, checking nothing but the primary key.
+pub fn insert_row(conn: &Connection, workflow_id: &str, seq: u64, kind: &str, payload: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![workflow_id, seq, kind, payload])?;
+    Ok(())
 }

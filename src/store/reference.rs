@@ -63,7 +63,7 @@ impl Store for ReferenceStore {
     fn begin(&mut self) -> Result<()> {
         // IMMEDIATE takes the write lock now: a deferred transaction that read
         // first could not be upgraded after another commit (SQLITE_BUSY_SNAPSHOT).
-        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        connection::run(&self.conn, "BEGIN IMMEDIATE")?;
         Ok(())
     }
 
@@ -76,7 +76,7 @@ impl Store for ReferenceStore {
     }
 
     fn commit(&mut self) -> Result<()> {
-        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        connection::run(&self.conn, "COMMIT")?;
         Ok(())
     }
 

@@ -19,6 +19,7 @@ use std::borrow::Borrow;
 use rusqlite::Connection;
 
 use crate::model::Command;
+use crate::store::connection::run;
 use crate::store::{Result, StoreError, events, outbox};
 
 /// One event of a caller's transaction and the commands it emits, as
@@ -100,12 +101,6 @@ fn apply(conn: &Connection, transaction: &Transaction) -> Result<()> {
             outbox::insert(conn, &append.workflow_id, seq, *index, command)?;
         }
     }
-    Ok(())
-}
-
-/// One statement without results, prepared once per connection.
-fn run(conn: &Connection, sql: &str) -> Result<()> {
-    conn.prepare_cached(sql)?.execute([])?;
     Ok(())
 }
 
