@@ -13,7 +13,8 @@ fn seeds(c: &mut Criterion) {
         work_dir: default_work_dir(),
         keep_failed: false,
         keep_traces: false,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
     };
     let mut group = c.benchmark_group("seed");
     group.sample_size(10);

@@ -55,6 +55,11 @@ pub struct Capsule {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutant: Option<String>,
+    /// The outside store the run was against (`--sut`): its command, and
+    /// hashes of the files the command names, so a replay can tell whether
+    /// it runs against the same store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sut: Option<crate::report::json::SutSummary>,
     pub expect: Expect,
     /// The trace hash the capsule's own run had (comparable only at the same commit).
     pub trace_hash: String,
@@ -109,6 +114,7 @@ impl Capsule {
             scenario_name: loaded.name.clone(),
             seed: result.seed,
             mutant: loaded.mutant.clone(),
+            sut: None,
             expect,
             trace_hash: result.trace_hash.clone(),
             steps: result.steps,
@@ -173,7 +179,14 @@ impl Capsule {
             path: path.to_path_buf(),
             scenario,
             mutant: self.mutant.clone(),
+            sut: self.sut.as_ref().map(|sut| sut.name.clone()),
         }
+    }
+
+    /// Records the outside store the run was against.
+    pub fn with_sut(mut self, adapter: &crate::adapter::Adapter) -> Capsule {
+        self.sut = Some(crate::report::json::SutSummary::of(adapter));
+        self
     }
 
     /// The forced fault source.

@@ -7,6 +7,7 @@
 //! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
 //! - `actors`    writers, workers and receivers: step machines over their own connections.
 //! - `store`     the code under test: traits, the reference and group-commit implementations; unaware of the sim.
+//! - `adapter`   outside stores in any language: the adapter protocol's client, and `crashsim serve`.
 //! - `vfs`       SQLite VFS shims through `rusqlite::ffi`: the forwarding shim, a counting VFS, the crash VFS (power loss).
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
@@ -14,6 +15,7 @@
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
+//! - `determinism` D1: a seed run twice, and the first answer that differed.
 //! - `detect`    detection power: seeds-to-detection of each mutant, the reference kept clean.
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
 //! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
@@ -24,11 +26,13 @@
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
+pub mod adapter;
 pub mod bench;
 pub mod capsule;
 pub mod check;
 pub mod cli;
 pub mod detect;
+pub mod determinism;
 pub mod durability;
 pub mod exit;
 pub mod model;

@@ -6,16 +6,18 @@
 //! Results are handed back in seed order.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use serde::Serialize;
 
+use crate::adapter::Adapter;
 use crate::check::{self, Snapshot, Violation};
 use crate::scenario::Loaded;
 use crate::sim::faults::{FaultSource, Injected, KillCounters};
-use crate::sim::process::Mode;
 use crate::sim::{SimError, Simulator};
+use crate::store::{Artifact, Implementation};
 use crate::trace::{TraceEvent, trace_hash};
 
 /// What one seed gave.
@@ -45,6 +47,10 @@ pub struct SeedResult {
     /// The final databases as the checkers saw them, kept like the trace.
     #[serde(skip)]
     pub snapshot: Option<Snapshot>,
+    /// Files the implementation kept about the run (an adapter's stderr and
+    /// transcript), kept like the trace.
+    #[serde(skip)]
+    pub artifacts: Vec<Artifact>,
     /// The seed's directory, if it was kept (`--keep-failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_dir: Option<PathBuf>,
@@ -59,10 +65,12 @@ pub enum RunError {
         dir: PathBuf,
         source: std::io::Error,
     },
-    #[error("seed {seed}")]
+    #[error("seed {seed}: {source}")]
     Sim { seed: u64, source: SimError },
-    #[error("seed {seed}: reading the final databases")]
-    Snapshot { seed: u64, source: rusqlite::Error },
+    #[error("unknown implementation {0:?}")]
+    UnknownStore(String),
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// How to run seeds.
@@ -74,8 +82,21 @@ pub struct Options {
     pub keep_failed: bool,
     /// Keep every seed's trace, not only failing ones.
     pub keep_traces: bool,
-    /// In-process actors, or actors as child processes.
-    pub mode: Mode,
+    /// What is under test instead of each scenario's `store`.
+    pub sut: Sut,
+    /// Run every seed twice and report a difference as a finding (D1).
+    pub check_determinism: bool,
+}
+
+/// The implementation under test.
+#[derive(Clone, Debug, Default)]
+pub enum Sut {
+    /// The built-in implementation the scenario's `store` key names.
+    #[default]
+    Scenario,
+    /// An outside store behind an adapter (`--sut CMD`), or crashsim's own
+    /// served as one (`--mode process`).
+    Adapter(Arc<Adapter>),
 }
 
 /// Runs one seed of one scenario, its faults drawn from the seed.
@@ -83,13 +104,64 @@ pub fn run_seed(loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedRes
     run_seed_with(loaded, seed, options, FaultSource::Drawn)
 }
 
-/// Runs one seed of one scenario with its faults drawn or forced by `source`.
+/// Runs one seed of one scenario with its faults drawn or forced by `source`
+/// (twice, with `check_determinism`).
 pub fn run_seed_with(
     loaded: &Loaded,
     seed: u64,
     options: &Options,
     faults: FaultSource,
 ) -> Result<SeedResult, RunError> {
+    if !options.check_determinism {
+        return run_seed_once(loaded, seed, options, faults);
+    }
+    let keep = Options {
+        keep_traces: true,
+        check_determinism: false,
+        ..options.clone()
+    };
+    let mut first = run_seed_once(loaded, seed, &keep, faults.clone())?;
+    let second = run_seed_once(loaded, seed, &keep, faults)?;
+    if let Some(violation) = crate::determinism::compare(&first, &second) {
+        first.violations.push(violation);
+        first.ok = false;
+    }
+    if first.ok && !options.keep_traces {
+        first.events = None;
+        first.snapshot = None;
+        first.artifacts = Vec::new();
+    }
+    Ok(first)
+}
+
+fn run_seed_once(loaded: &Loaded, seed: u64, options: &Options, faults: FaultSource) -> Result<SeedResult, RunError> {
+    match &options.sut {
+        Sut::Scenario => {
+            let implementation = crate::mutants::resolve(&loaded.scenario.store)
+                .ok_or_else(|| RunError::UnknownStore(loaded.scenario.store.clone()))?;
+            run_seed_on(loaded, implementation, seed, options, faults)
+        }
+        Sut::Adapter(adapter) => run_seed_on(loaded, &**adapter, seed, options, faults),
+    }
+}
+
+/// Runs one seed of one scenario against `implementation` (any, a library
+/// user's own included), its faults drawn or forced by `source`.
+pub fn run_seed_on(
+    loaded: &Loaded,
+    implementation: &dyn Implementation,
+    seed: u64,
+    options: &Options,
+    faults: FaultSource,
+) -> Result<SeedResult, RunError> {
+    if !implementation.in_process() && loaded.scenario.power_enabled() {
+        return Err(RunError::Unsupported(format!(
+            "{} runs its connections in other processes, which the crash VFS cannot reach: \
+             scenario {} has power loss",
+            implementation.name(),
+            loaded.label()
+        )));
+    }
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)
@@ -98,13 +170,11 @@ pub fn run_seed_with(
             dir: options.work_dir.clone(),
             source,
         })?;
-    let simulator = Simulator::new(&loaded.scenario, seed, dir.path(), faults)
-        .and_then(|simulator| simulator.in_mode(options.mode.clone()))
+    let simulator = Simulator::new(&loaded.scenario, implementation, seed, dir.path(), faults)
         .map_err(|source| RunError::Sim { seed, source })?;
     let output = simulator.run().map_err(|source| RunError::Sim { seed, source })?;
-    let snapshot = Snapshot::read(&output.store_path, &output.receiver_path)
-        .map_err(|source| RunError::Snapshot { seed, source })?;
-    let violations = check::check(&check::Input {
+    let snapshot = output.snapshot;
+    let mut violations = check::check(&check::Input {
         events: &output.events,
         snapshot: &snapshot,
         trips: &output.trips,
@@ -122,12 +192,14 @@ pub fn run_seed_with(
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
         },
     });
+    check::adapter::attach_stderr(&mut violations, &output.artifacts);
     let ok = violations.is_empty();
     let kept_dir = if !ok && options.keep_failed {
         Some(dir.keep())
     } else {
         None
     };
+    let keep = !ok || options.keep_traces;
     Ok(SeedResult {
         scenario: loaded.label(),
         seed,
@@ -141,8 +213,9 @@ pub fn run_seed_with(
         kills: output.kills,
         injected: output.injected,
         fault_points: output.fault_points,
-        events: (!ok || options.keep_traces).then_some(output.events),
-        snapshot: (!ok || options.keep_traces).then_some(snapshot),
+        events: keep.then_some(output.events),
+        snapshot: keep.then_some(snapshot),
+        artifacts: if keep { output.artifacts } else { Vec::new() },
         kept_dir,
     })
 }

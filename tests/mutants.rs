@@ -21,7 +21,8 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
             work_dir: dir.path().to_path_buf(),
             keep_failed: false,
             keep_traces: false,
-            mode: Default::default(),
+            sut: Default::default(),
+            check_determinism: false,
         },
     };
     let mutants: Vec<_> = MUTANTS.iter().collect();

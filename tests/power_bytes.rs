@@ -7,11 +7,12 @@ use std::path::Path;
 use crashsim::scenario;
 use crashsim::sim::Simulator;
 use crashsim::sim::faults::FaultSource;
+use crashsim::store::reference::Reference;
 
 fn files_after(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power_bytes.toml");
     let loaded = scenario::load(&path).unwrap();
-    let output = Simulator::new(&loaded.scenario, 3, dir, FaultSource::Drawn)
+    let output = Simulator::new(&loaded.scenario, &Reference, 3, dir, FaultSource::Drawn)
         .unwrap()
         .run()
         .unwrap();

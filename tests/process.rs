@@ -1,37 +1,43 @@
-//! Process mode: actors as child processes that abort themselves at kill
-//! points. The same seed injects the same faults and gives the same trace
-//! and verdict as in-process mode, and a writer aborted right after its
-//! commit leaves the event durable for the next opener to recover.
+//! Process mode: every connection a `crashsim serve` process, spoken to over
+//! the adapter protocol and killed with SIGKILL at kill points. The same
+//! seed injects the same faults and gives the same trace and verdict as
+//! in-process mode, and a writer killed right after its commit leaves the
+//! event durable for the next opener to recover.
 
 mod common;
 
+use std::sync::Arc;
+
 use common::{load, work_dir};
+use crashsim::adapter::{Adapter, DEFAULT_TIMEOUT};
 use crashsim::mutants::MUTANTS;
-use crashsim::runner::{Options, SeedResult, run_seed};
+use crashsim::runner::{Options, SeedResult, Sut, run_seed};
 use crashsim::scenario::Loaded;
 use crashsim::sim::faults::KillPoint;
-use crashsim::sim::process::Mode;
 use crashsim::trace::Op;
 
-fn options(dir: &std::path::Path, mode: Mode) -> Options {
+fn options(dir: &std::path::Path, sut: Sut) -> Options {
     Options {
         work_dir: dir.to_path_buf(),
         keep_failed: false,
         keep_traces: true,
-        mode,
+        sut,
+        check_determinism: false,
     }
 }
 
-fn process() -> Mode {
-    Mode::Process {
-        exe: env!("CARGO_BIN_EXE_crashsim").into(),
-    }
+/// The scenario's store served by `crashsim serve`, as `--mode process` does.
+fn process(loaded: &Loaded) -> Sut {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_crashsim"));
+    Sut::Adapter(Arc::new(
+        Adapter::serve(exe, &loaded.scenario.store, DEFAULT_TIMEOUT).unwrap(),
+    ))
 }
 
 fn both(loaded: &Loaded, seed: u64) -> (SeedResult, SeedResult) {
     let dir = work_dir();
-    let inside = run_seed(loaded, seed, &options(dir.path(), Mode::InProcess)).unwrap();
-    let outside = run_seed(loaded, seed, &options(dir.path(), process())).unwrap();
+    let inside = run_seed(loaded, seed, &options(dir.path(), Sut::Scenario)).unwrap();
+    let outside = run_seed(loaded, seed, &options(dir.path(), process(loaded))).unwrap();
     (inside, outside)
 }
 
@@ -54,9 +60,10 @@ fn a_writer_aborted_after_its_commit_leaves_the_event_durable() {
         scenario: crashsim::scenario::parse(scenario, &path).unwrap(),
         path,
         mutant: None,
+        sut: None,
     };
     let dir = work_dir();
-    let result = run_seed(&loaded, 11, &options(dir.path(), process())).unwrap();
+    let result = run_seed(&loaded, 11, &options(dir.path(), process(&loaded))).unwrap();
     assert!(result.ok, "{:#?}", result.violations);
     let events = result.events.unwrap();
     let snapshot = result.snapshot.unwrap();
@@ -107,7 +114,7 @@ fn both_modes_agree_on_the_reference_and_every_mutant() {
 fn process_mode_refuses_what_it_cannot_run() {
     let dir = work_dir();
     let loaded = load("scenarios/power_loss.toml");
-    let error = run_seed(&loaded, 0, &options(dir.path(), process())).unwrap_err();
+    let error = run_seed(&loaded, 0, &options(dir.path(), process(&loaded))).unwrap_err();
     let message = format!("{:#}", anyhow::Error::from(error));
     assert!(message.contains("power loss"), "{message}");
 }

@@ -37,7 +37,8 @@ fn passes_with(name: &str, store: Option<&str>, seeds: u64) {
         work_dir: dir.path().to_path_buf(),
         keep_failed: false,
         keep_traces: false,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
     };
     let seeds: Vec<u64> = (0..seeds).collect();
     let results = run_seeds(&loaded, &seeds, 1, &options, |_| {}).unwrap();

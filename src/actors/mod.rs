@@ -20,10 +20,10 @@ pub use id::{ActorId, Role};
 
 use crate::sim::Ctx;
 use crate::sim::net::Message;
-use crate::store::{self, System};
+use crate::store::{self, System, Who};
 
 /// When the actor wants its next step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
     /// Soon: after one step's duration.
     Continue,
@@ -39,6 +39,9 @@ pub enum Next {
     /// An unexpected store error: the actor dies as a process would on an
     /// unhandled error, and restarts like after a kill.
     Crash,
+    /// The store broke its contract with the harness (see
+    /// `StoreError::Broken`): the run stops without a verdict.
+    Abort(String),
 }
 
 /// One live actor.
@@ -50,11 +53,11 @@ pub enum Actor {
 
 impl Actor {
     /// Opens the actor's connection: a fresh life with empty memory.
-    pub fn open(role: Role, system: &mut dyn System) -> store::Result<Actor> {
+    pub fn open(role: Role, system: &mut dyn System, who: &Who<'_>) -> store::Result<Actor> {
         Ok(match role {
-            Role::Writer => Actor::Writer(writer::Writer::new(system.open_store()?)),
-            Role::Worker => Actor::Worker(worker::Worker::new(system.open_store()?)),
-            Role::Receiver => Actor::Receiver(receiver::ReceiverActor::new(system.open_receiver()?)),
+            Role::Writer => Actor::Writer(writer::Writer::new(system.open_store(who)?)),
+            Role::Worker => Actor::Worker(worker::Worker::new(system.open_store(who)?)),
+            Role::Receiver => Actor::Receiver(receiver::ReceiverActor::new(system.open_receiver(who)?)),
             Role::Prober | Role::Sim => unreachable!("{role:?} is not an actor with a connection"),
         })
     }
@@ -76,12 +79,12 @@ impl Actor {
         }
     }
 
-    /// The actor's connection, for read-only probes of its settings.
-    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+    /// The `synchronous` level the actor's connection runs with, if known.
+    pub fn synchronous(&self) -> Option<u8> {
         match self {
-            Actor::Writer(writer) => writer.connection(),
-            Actor::Worker(worker) => worker.connection(),
-            Actor::Receiver(receiver) => receiver.connection(),
+            Actor::Writer(writer) => writer.synchronous(),
+            Actor::Worker(worker) => worker.synchronous(),
+            Actor::Receiver(receiver) => receiver.synchronous(),
         }
     }
 
@@ -100,8 +103,10 @@ impl Actor {
 /// (a lock is a scheduling outcome, never a sleep); `Pending` retries it
 /// after one ordinary step, without backoff (a group-commit store queued the
 /// transaction and answers when asked again, see `store::group_commit`);
-/// any other failure is recorded and crashes the actor, which recovers from
-/// the database alone.
+/// a store whose process died unasked is recorded as such (a finding) and
+/// crashes the actor like any other failure, which is recorded and crashes
+/// the actor, which recovers from the database alone; a store that broke
+/// its contract with the harness stops the run.
 pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Result<T>) -> Result<T, Next> {
     match result {
         Ok(value) => Ok(value),
@@ -113,6 +118,14 @@ pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Re
             ctx.record(crate::trace::Op::Queued { step: step.to_string() });
             Err(Next::Continue)
         }
+        Err(store::StoreError::Died(cause)) => {
+            ctx.record(crate::trace::Op::Died {
+                step: step.to_string(),
+                cause,
+            });
+            Err(Next::Crash)
+        }
+        Err(store::StoreError::Broken(message)) => Err(Next::Abort(format!("{step}: {message}"))),
         Err(error) => {
             ctx.record(crate::trace::Op::Failed {
                 step: step.to_string(),

@@ -11,7 +11,7 @@ use super::{Next, retry_or_crash};
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
 use crate::sim::net::{Address, Message};
-use crate::store::{Lookup, Outcome, Receiver, Request};
+use crate::store::{Granularity, Lookup, Outcome, Receiver, Request};
 use crate::trace::Op;
 
 pub struct ReceiverActor {
@@ -48,8 +48,8 @@ impl ReceiverActor {
         }
     }
 
-    pub fn connection(&self) -> Option<&rusqlite::Connection> {
-        self.receiver.connection()
+    pub fn synchronous(&self) -> Option<u8> {
+        self.receiver.synchronous()
     }
 
     pub fn is_idle(&self) -> bool {
@@ -99,6 +99,9 @@ impl ReceiverActor {
 /// Runs the current stage; `Ok(Some(outcome))` when the request is answered.
 fn advance(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, handling: &mut Handling) -> Result<Option<Outcome>, Next> {
     let request = &handling.request;
+    if ctx.world.roles.receiver == Granularity::Call {
+        return handle_call(ctx, receiver, request).map(Some);
+    }
     match &handling.stage {
         Stage::Begin => {
             retry_or_crash(ctx, "begin", receiver.begin())?;
@@ -148,4 +151,31 @@ fn advance(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, handling: &mut Handli
         }
     }
     Ok(None)
+}
+
+/// The whole request as one call, for a receiver of `call` granularity:
+/// `receiver.before_effect_commit` is never reached.
+fn handle_call(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, request: &Request) -> Result<Outcome, Next> {
+    let handled = retry_or_crash(ctx, "handle", receiver.handle(request))?;
+    let found = match &handled.outcome {
+        Outcome::Applied { .. } => Lookup::New,
+        Outcome::Duplicate { result } => Lookup::Seen { result: result.clone() },
+        Outcome::Conflict => Lookup::Conflict,
+    };
+    ctx.record(Op::Lookup {
+        key: request.key.clone(),
+        found,
+    });
+    if let Outcome::Applied { result } = &handled.outcome {
+        ctx.record(Op::Apply {
+            key: request.key.clone(),
+            effect_id: handled.effect_id.unwrap_or_default(),
+            result: result.clone(),
+        });
+        ctx.record(Op::Commit { appended: Vec::new() });
+        if ctx.kill_point(KillPoint::ReceiverAfterEffectCommit) {
+            return Err(Next::Killed(KillPoint::ReceiverAfterEffectCommit));
+        }
+    }
+    Ok(handled.outcome)
 }

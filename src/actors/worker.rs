@@ -60,8 +60,8 @@ impl Worker {
         }
     }
 
-    pub fn connection(&self) -> Option<&rusqlite::Connection> {
-        self.store.connection()
+    pub fn synchronous(&self) -> Option<u8> {
+        self.store.synchronous()
     }
 
     pub fn is_idle(&self) -> bool {

@@ -5,7 +5,9 @@
 //! 2. `load` + replay: rebuild its state and `last_seq`;
 //! 3. `commands` of the head event: is the awaited result there?
 //! 4. decide the next event, then `begin`, `insert_event` at
-//!    `expected_seq = last_seq`, `insert_command` for each command, `commit`.
+//!    `expected_seq = last_seq`, `insert_command` for each command, `commit`
+//!    (or, with a store of `call` granularity, all of it in one
+//!    `append_with_commands`).
 //!
 //! A stale writer (`Conflict`, from `insert_event` or, with a store that
 //! checks heads at commit, from `commit`) rolls back, reloads and decides
@@ -19,7 +21,7 @@ use crate::model::{Command, Event};
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
 use crate::sim::net::Message;
-use crate::store::{Request, Store, StoreError};
+use crate::store::{Granularity, Request, Store, StoreError};
 use crate::trace::{Appended, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
 use crate::workflow::{Replayed, decide};
@@ -80,8 +82,8 @@ impl Writer {
         }
     }
 
-    pub fn connection(&self) -> Option<&rusqlite::Connection> {
-        self.store.connection()
+    pub fn synchronous(&self) -> Option<u8> {
+        self.store.synchronous()
     }
 
     pub fn is_idle(&self) -> bool {
@@ -265,6 +267,7 @@ impl Writer {
     /// Runs the append's current stage; `Ok(None)` when the append is over.
     fn advance(&mut self, ctx: &mut Ctx<'_>, append: &mut Append) -> Result<Option<Next>, Next> {
         match append.stage {
+            Stage::Begin if ctx.world.roles.store == Granularity::Call => return self.append_call(ctx, append),
             Stage::Begin => {
                 retry_or_crash(ctx, "begin", self.store.begin())?;
                 ctx.record(Op::Begin);
@@ -337,23 +340,7 @@ impl Writer {
                     return Ok(Some(Next::Continue));
                 }
                 retry_or_crash(ctx, "commit", committed)?;
-                ctx.record(Op::Commit {
-                    appended: vec![Appended {
-                        workflow_id: append.workflow_id.clone(),
-                        expected_seq: append.expected_seq,
-                        seq: append.seq,
-                        kind: append.event.kind.clone(),
-                        state: append.state.clone(),
-                        command_ids: append.command_ids.clone(),
-                    }],
-                });
-                if ctx.kill_point(KillPoint::WriterAfterCommit) {
-                    return Err(Next::Killed(KillPoint::WriterAfterCommit));
-                }
-                if !append.commands.is_empty() {
-                    ctx.nudge(Role::Worker, &append.workflow_id);
-                }
-                return Ok(None);
+                return self.committed(ctx, append);
             }
             Stage::Rollback => {
                 retry_or_crash(ctx, "rollback", self.store.rollback())?;
@@ -365,6 +352,56 @@ impl Writer {
             }
         }
         Ok(Some(Next::Continue))
+    }
+}
+
+impl Writer {
+    /// The whole append as one call, for a store of `call` granularity:
+    /// nothing can come between its statements, so `writer.before_commit`
+    /// is never reached.
+    fn append_call(&mut self, ctx: &mut Ctx<'_>, append: &mut Append) -> Result<Option<Next>, Next> {
+        let appended = self.store.append_with_commands(
+            &append.workflow_id,
+            append.expected_seq,
+            &append.event.kind,
+            &append.event.payload,
+            &append.commands,
+        );
+        if let Err(StoreError::Conflict { .. }) = appended {
+            ctx.record(Op::Conflict {
+                workflow_id: append.workflow_id.clone(),
+                expected_seq: append.expected_seq,
+            });
+            self.state = State::Load {
+                workflow_id: append.workflow_id.clone(),
+            };
+            return Ok(None);
+        }
+        let (seq, command_ids) = retry_or_crash(ctx, "append", appended)?;
+        append.seq = seq;
+        append.command_ids = command_ids;
+        self.committed(ctx, append)
+    }
+
+    /// The append committed: record it, maybe die, tell a worker.
+    fn committed(&mut self, ctx: &mut Ctx<'_>, append: &Append) -> Result<Option<Next>, Next> {
+        ctx.record(Op::Commit {
+            appended: vec![Appended {
+                workflow_id: append.workflow_id.clone(),
+                expected_seq: append.expected_seq,
+                seq: append.seq,
+                kind: append.event.kind.clone(),
+                state: append.state.clone(),
+                command_ids: append.command_ids.clone(),
+            }],
+        });
+        if ctx.kill_point(KillPoint::WriterAfterCommit) {
+            return Err(Next::Killed(KillPoint::WriterAfterCommit));
+        }
+        if !append.commands.is_empty() {
+            ctx.nudge(Role::Worker, &append.workflow_id);
+        }
+        Ok(None)
     }
 }
 

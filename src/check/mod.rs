@@ -15,10 +15,15 @@
 //! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
+//! | adapter.rs    | A1 an outside store's process dies only when killed, and answers in time |
+//!
+//! D1 (the same seed gives the same answers) is judged by running a seed
+//! twice (`determinism`), not from one run.
 //!
 //! Outcomes the harness could not confirm (a reply lost, a timeout) are not
 //! judged from the trace: only the database settles them.
 
+pub mod adapter;
 mod commands;
 mod durability;
 mod effects;
@@ -27,14 +32,15 @@ mod liveness;
 mod replay;
 mod sequence;
 mod settings;
-pub mod snapshot;
+/// The canonical dump the checkers read (it lives with the store, which produces it).
+pub use crate::store::dump as snapshot;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::store::Snapshot;
 pub use history::History;
-pub use snapshot::Snapshot;
 
 use crate::sim::TripRequest;
 use crate::trace::TraceEvent;
@@ -52,10 +58,15 @@ pub enum Invariant {
     I8,
     I9,
     I10,
+    /// An outside store's process dies only when crashsim kills it, and
+    /// answers every request in time.
+    A1,
+    /// The same seed gives the same answers (`--check-determinism`).
+    D1,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::I1,
         Invariant::I2,
         Invariant::I3,
@@ -66,6 +77,8 @@ impl Invariant {
         Invariant::I8,
         Invariant::I9,
         Invariant::I10,
+        Invariant::A1,
+        Invariant::D1,
     ];
 
     pub fn title(self) -> &'static str {
@@ -80,6 +93,8 @@ impl Invariant {
             Invariant::I8 => "lease safety",
             Invariant::I9 => "durability",
             Invariant::I10 => "liveness",
+            Invariant::A1 => "store process stays up",
+            Invariant::D1 => "deterministic answers",
         }
     }
 
@@ -214,6 +229,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(liveness::check(input));
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));
+    violations.extend(adapter::check(input));
     violations.sort_by_key(|violation| violation.invariant);
     violations
 }

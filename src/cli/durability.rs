@@ -150,7 +150,8 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
         work_dir: work_dir.to_path_buf(),
         keep_failed: false,
         keep_traces: false,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
     };
     let human = args.format == Format::Human;
     let bar = super::output::progress_bar(human, 0, &loaded.label(), "cuts");
@@ -197,7 +198,7 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
                 count => format!(" (+{} more)", count - 1),
             };
             writeln!(out, "error: cut at point {}: {first}{more}", failure.point)?;
-            let replay = replay_command(&loaded, found.seed, &Default::default());
+            let replay = replay_command(&loaded, found.seed, "");
             writeln!(out, "note: replay with `{replay} --cut {}`", failure.point)?;
         }
     } else {

@@ -11,7 +11,9 @@ mod output;
 mod regressions;
 mod replay;
 mod run;
+mod serve;
 mod shrink;
+mod sut;
 
 use std::path::PathBuf;
 
@@ -48,6 +50,29 @@ pub enum Command {
     List(ListArgs),
     /// Measure append throughput and commit latency against the disk's fsync limit.
     Bench(BenchArgs),
+    /// Serve one of crashsim's own implementations over the adapter
+    /// protocol on stdin/stdout (what `--mode process` runs; an example of
+    /// the protocol's server side).
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The implementation to serve (`reference`, a mutant: `crashsim list`).
+    pub implementation: String,
+}
+
+/// The store under test, when it is not one of crashsim's own.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SutArgs {
+    /// An outside store: a shell command that speaks the adapter protocol
+    /// (docs/adapter-protocol.md), started once per connection.
+    #[arg(long, value_name = "CMD")]
+    pub sut: Option<String>,
+    /// Seconds an adapter may take to answer one request (wall clock);
+    /// longer is a finding (A1).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub sut_timeout: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,20 +87,9 @@ pub enum ModeArg {
     /// In the simulator's thread: a kill drops the connection.
     #[default]
     InProcess,
-    /// Each actor a child process that aborts itself at a kill point.
+    /// Every connection a process of `crashsim serve`, spoken to over the
+    /// adapter protocol and killed for real (SIGKILL) at kill points.
     Process,
-}
-
-impl ModeArg {
-    pub fn mode(self) -> anyhow::Result<crate::sim::process::Mode> {
-        use crate::sim::process::Mode;
-        Ok(match self {
-            ModeArg::InProcess => Mode::InProcess,
-            ModeArg::Process => Mode::Process {
-                exe: std::env::current_exe()?,
-            },
-        })
-    }
 }
 
 #[derive(Args, Debug)]
@@ -107,12 +121,18 @@ pub struct RunArgs {
     /// Keep the databases of failing seeds (their path is printed).
     #[arg(long)]
     pub keep_failed: bool,
-    /// Run actors in-process (fast) or as child processes killed for real.
+    /// Connections in-process (fast) or each in a process killed for real.
     #[arg(long, value_enum, default_value_t = ModeArg::InProcess)]
     pub mode: ModeArg,
     /// Run this mutant (or any implementation) instead of each scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
+    #[command(flatten)]
+    pub sut: SutArgs,
+    /// Run every seed twice; a seed whose two runs differ is a finding (D1)
+    /// that names the first answer that differed.
+    #[arg(long)]
+    pub check_determinism: bool,
     #[command(flatten)]
     pub reports: ReportArgs,
 }
@@ -157,9 +177,11 @@ pub struct ReplayArgs {
     /// Where the seed's databases are created.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Run actors in-process (fast) or as child processes killed for real.
+    /// Connections in-process (fast) or each in a process killed for real.
     #[arg(long, value_enum, default_value_t = ModeArg::InProcess)]
     pub mode: ModeArg,
+    #[command(flatten)]
+    pub sut: SutArgs,
     /// Print only the verdict, not the trace.
     #[arg(long)]
     pub quiet: bool,
@@ -244,6 +266,8 @@ pub struct ShrinkArgs {
     /// Run this mutant instead of the scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
+    #[command(flatten)]
+    pub sut: SutArgs,
     /// Give up after this many candidate runs.
     #[arg(long, default_value_t = 2_000)]
     pub max_runs: u64,
@@ -310,6 +334,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Durability(args) => durability::durability(&args),
         Command::List(args) => list::list(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Serve(args) => return serve::serve(&args),
     };
     match result {
         Ok(exit) => exit,

@@ -63,7 +63,8 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
             work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
             keep_failed: false,
             keep_traces: false,
-            mode: Default::default(),
+            sut: Default::default(),
+            check_determinism: false,
         },
     };
     let human = args.format == Format::Human;
@@ -176,7 +177,8 @@ fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], sett
     )?;
     let keep = Options {
         keep_traces: true,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
         ..settings.options.clone()
     };
     for row in rows.iter().filter(|row| row.caught) {
@@ -193,7 +195,7 @@ fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], sett
         };
         let result = runner::run_seed(&loaded, seed, &keep)?;
         let seed_dir = dir.join(&row.mutant).join(format!("{name}-{seed}"));
-        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed, &keep.mode))?;
+        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed, ""))?;
     }
     Ok(())
 }

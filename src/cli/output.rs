@@ -10,19 +10,19 @@ use crate::check::Violation;
 use crate::report::json::KillCount;
 use crate::report::number::thousands;
 use crate::scenario::Loaded;
-use crate::sim::process::Mode;
 
-/// The one command that replays a seed. When crashsim runs from a cargo
-/// target directory, the command goes through cargo so it can be pasted as is.
-pub fn replay_command(loaded: &Loaded, seed: u64, mode: &Mode) -> String {
+/// The one command that replays a seed; `flags` name the store under test
+/// when it is not the scenario's own (`--sut '…'`, `--mode process`, see
+/// `sut::Choice::replay_flags`). When crashsim runs from a cargo target
+/// directory, the command goes through cargo so it can be pasted as is.
+pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
     let prefix = replay_command_prefix();
-    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
+    let path = super::sut::shell_word(&loaded.path.display().to_string());
+    let mut command = format!("{prefix} replay {path} --seed {seed}");
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
     }
-    if let Mode::Process { .. } = mode {
-        command.push_str(" --mode process");
-    }
+    command.push_str(flags);
     command
 }
 
@@ -40,10 +40,18 @@ pub fn replay_command_prefix() -> &'static str {
     }
 }
 
-/// The kill-point table of a summary.
-pub fn kill_table(kills: &std::collections::BTreeMap<&'static str, KillCount>) -> String {
+/// The kill-point table of a summary; points the store under test cannot
+/// reach say so instead of showing zeros.
+pub fn kill_table(
+    kills: &std::collections::BTreeMap<&'static str, KillCount>,
+    unreachable: &[crate::sim::faults::KillPoint],
+) -> String {
     let mut text = format!("  {:<32}{:>14}{:>12}\n", "kill point", "reached", "fired");
     for point in crate::sim::faults::KillPoint::ALL {
+        if unreachable.contains(&point) {
+            let _ = writeln!(text, "  {:<32}{:>26}", point.name(), "unreachable (call granularity)");
+            continue;
+        }
         let count = kills.get(point.name()).copied().unwrap_or_default();
         let _ = writeln!(
             text,

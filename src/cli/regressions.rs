@@ -25,7 +25,8 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
         work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
         keep_failed: args.keep_failed,
         keep_traces: false,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -6,6 +6,7 @@ use std::io::Write;
 use anyhow::anyhow;
 
 use super::output::{failure_lines, replay_command, replay_command_prefix};
+use super::sut::Choice;
 use super::{Format, ReplayArgs};
 use crate::capsule::Capsule;
 use crate::durability::exhaustive;
@@ -23,15 +24,16 @@ struct Target {
     faults: FaultSource,
     capsule: Option<Capsule>,
     command: String,
+    choice: Choice,
 }
 
 fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
-    let mode = args.mode.mode()?;
     if let Some(path) = &args.capsule {
         let capsule = Capsule::read(path)?;
+        let choice = capsule_choice(args, &capsule)?;
         let mut command = format!("{} replay --capsule {}", replay_command_prefix(), path.display());
-        if let crate::sim::process::Mode::Process { .. } = mode {
-            command.push_str(" --mode process");
+        if args.sut.sut.is_some() || matches!(choice, Choice::Process) {
+            command.push_str(&choice.replay_flags());
         }
         return Ok(Target {
             loaded: capsule.loaded(path),
@@ -39,6 +41,7 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
             faults: capsule.faults(),
             command,
             capsule: Some(capsule),
+            choice,
         });
     }
     let path = args
@@ -49,11 +52,15 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }
+    let choice = Choice::from_args(&args.sut, args.mode, args.mutant.as_deref())?;
+    if let Choice::Outside(adapter) = &choice {
+        loaded = loaded.with_sut(&adapter.identity().name);
+    }
     let seed = args
         .seed
         .or(loaded.scenario.seed)
         .ok_or_else(|| anyhow!("{}: no --seed given and the scenario sets no `seed`", path.display()))?;
-    let mut command = replay_command(&loaded, seed, &mode);
+    let mut command = replay_command(&loaded, seed, &choice.replay_flags());
     let faults = match args.cut {
         Some(point) => {
             command.push_str(&format!(" --cut {point}"));
@@ -67,7 +74,31 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
         seed,
         faults,
         capsule: None,
+        choice,
     })
+}
+
+/// The store a capsule replays against: `--sut` if given, else the outside
+/// store the capsule records (warning when its files changed), else its own.
+fn capsule_choice(args: &ReplayArgs, capsule: &Capsule) -> anyhow::Result<Choice> {
+    let (Some(recorded), None) = (&capsule.sut, &args.sut.sut) else {
+        return Choice::from_args(&args.sut, args.mode, None);
+    };
+    let sut = super::SutArgs {
+        sut: Some(recorded.command.clone()),
+        ..args.sut.clone()
+    };
+    let choice = Choice::from_args(&sut, args.mode, None)?;
+    if let Choice::Outside(adapter) = &choice {
+        for (file, hash) in &recorded.files {
+            match adapter.files().get(file) {
+                Some(now) if now == hash => {}
+                Some(_) => eprintln!("warning: {file} changed since the capsule was made"),
+                None => eprintln!("warning: {file}, which the capsule's store named, is not there"),
+            }
+        }
+    }
+    Ok(choice)
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
@@ -77,13 +108,15 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         faults,
         capsule,
         command,
+        choice,
     } = target(args)?;
     let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
     let options = Options {
         work_dir,
         keep_failed: false,
         keep_traces: true,
-        mode: args.mode.mode()?,
+        sut: choice.sut(&loaded, &args.sut)?,
+        check_determinism: false,
     };
     let result = runner::run_seed_with(&loaded, seed, &options, faults)?;
     let stdout = std::io::stdout();
@@ -99,7 +132,10 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         }
     }
     if let Some(path) = &args.save_capsule {
-        let capsule = Capsule::of_run(&loaded, &result);
+        let mut capsule = Capsule::of_run(&loaded, &result);
+        if let Choice::Outside(adapter) = &choice {
+            capsule = capsule.with_sut(adapter);
+        }
         crate::report::atomic::write(path, capsule.to_toml().as_bytes())
             .map_err(|error| anyhow!("writing {}: {error}", path.display()))?;
         eprintln!("note: capsule written to {}", path.display());

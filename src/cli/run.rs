@@ -7,13 +7,14 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use super::output::{failure_lines, kill_table, progress_bar, replay_command};
+use super::sut::Choice;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
-use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord};
+use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord, SutSummary};
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded};
-use crate::sim::faults::KillCounters;
+use crate::sim::faults::{KillCounters, KillPoint};
 use crate::{platform, report};
 
 /// Failing seeds printed in full; the rest are in the report.
@@ -45,6 +46,11 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             .collect::<Result<_, _>>()
             .map_err(anyhow::Error::msg)?;
     }
+    let choice = Choice::from_args(&args.sut, args.mode, args.mutant.as_deref())?;
+    if let Choice::Outside(adapter) = &choice {
+        let name = &adapter.identity().name;
+        scenarios = scenarios.into_iter().map(|loaded| loaded.with_sut(name)).collect();
+    }
     let seeds: Vec<u64> = match args.seed {
         Some(seed) => vec![seed],
         None => {
@@ -75,7 +81,8 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         work_dir: work_dir.clone(),
         keep_failed: args.keep_failed,
         keep_traces: false,
-        mode: args.mode.mode()?,
+        sut: Default::default(),
+        check_determinism: args.check_determinism,
     };
     let human = args.format == Format::Human;
     if human {
@@ -86,12 +93,14 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             platform::sqlite_version()
         );
         println!(
-            "seeds {} on {jobs} job(s); databases in {} ({filesystem}); actors {}",
+            "seeds {} on {jobs} job(s); databases in {} ({filesystem}); store: {}{}",
             describe_seeds(&seeds),
             work_dir.display(),
-            match options.mode {
-                crate::sim::process::Mode::InProcess => "in-process",
-                crate::sim::process::Mode::Process { .. } => "in child processes (--mode process)",
+            choice.describe(),
+            if args.check_determinism {
+                "; every seed run twice (--check-determinism)"
+            } else {
+                ""
             }
         );
     }
@@ -104,7 +113,11 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     )]
     let started = Instant::now();
     for loaded in &scenarios {
-        let summary = run_scenario(args, loaded, &seeds, jobs, &options)?;
+        let options = Options {
+            sut: choice.sut(loaded, &args.sut)?,
+            ..options.clone()
+        };
+        let summary = run_scenario(args, loaded, &seeds, jobs, &options, &choice)?;
         if summary.failed > 0 {
             exit = Exit::Violation;
         }
@@ -116,18 +129,21 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 &work_dir,
                 &filesystem,
             );
+            let mut own = own;
+            own.mode = mode_name(&choice).to_string();
             report::write_summary(root, &loaded.label(), &own)
                 .with_context(|| format!("writing the summary under {}", root.display()))?;
         }
         summaries.push(summary);
     }
-    let total = run_summary(
+    let mut total = run_summary(
         &summaries,
         started.elapsed().as_secs_f64(),
         jobs,
         &work_dir,
         &filesystem,
     );
+    total.mode = mode_name(&choice).to_string();
     if human {
         if scenarios.len() > 1 {
             println!(
@@ -149,8 +165,15 @@ fn run_scenario(
     seeds: &[u64],
     jobs: usize,
     options: &Options,
+    choice: &Choice,
 ) -> anyhow::Result<ScenarioSummary> {
     let human = args.format == Format::Human;
+    let flags = choice.replay_flags();
+    let roles = match &options.sut {
+        runner::Sut::Adapter(adapter) => crate::store::Implementation::roles(&**adapter),
+        runner::Sut::Scenario => Default::default(),
+    };
+    let unreachable = KillPoint::unreachable(roles);
     let workload = &loaded.scenario.workload;
     if human {
         println!(
@@ -203,7 +226,7 @@ fn run_scenario(
                 seed: result.seed,
                 invariants,
                 first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
-                replay: replay_command(loaded, result.seed, &options.mode),
+                replay: replay_command(loaded, result.seed, &flags),
             });
         }
     }
@@ -212,7 +235,7 @@ fn run_scenario(
         .faults
         .declared()
         .into_iter()
-        .filter(|point| kills.fired[point.index()] == 0)
+        .filter(|point| kills.fired[point.index()] == 0 && !unreachable.contains(point))
         .map(|point| point.name().to_string())
         .collect();
     let summary = ScenarioSummary {
@@ -229,25 +252,30 @@ fn run_scenario(
         violations_by_invariant: by_invariant,
         kills: json::kills(&kills),
         never_fired,
+        unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
+        sut: match choice {
+            Choice::Outside(adapter) => Some(SutSummary::of(adapter)),
+            _ => None,
+        },
         failing_seeds: failing,
     };
 
     let mut report_dirs = BTreeMap::new();
     if let Some(root) = args.reports.root() {
         for result in results.iter().filter(|result| !result.ok) {
-            let replay = replay_command(loaded, result.seed, &options.mode);
+            let replay = replay_command(loaded, result.seed, &flags);
             let dir = report::write_seed(root, result, &replay)
                 .with_context(|| format!("writing the report of seed {}", result.seed))?;
             report_dirs.insert(result.seed, dir);
         }
     }
     if human {
-        print_human(&summary, loaded, &results, &report_dirs, &options.mode);
+        print_human(&summary, loaded, &results, &report_dirs, &flags, &unreachable);
     } else {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         for result in &results {
-            let replay = (!result.ok).then(|| replay_command(loaded, result.seed, &options.mode));
+            let replay = (!result.ok).then(|| replay_command(loaded, result.seed, &flags));
             let line = serde_json::to_string(&SeedRecord::new(result, replay)).expect("records serialise");
             writeln!(out, "{line}")?;
         }
@@ -260,10 +288,11 @@ fn print_human(
     loaded: &Loaded,
     results: &[SeedResult],
     report_dirs: &BTreeMap<u64, std::path::PathBuf>,
-    mode: &crate::sim::process::Mode,
+    flags: &str,
+    unreachable: &[KillPoint],
 ) {
     for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
-        let replay = replay_command(loaded, result.seed, mode);
+        let replay = replay_command(loaded, result.seed, flags);
         let swarm_mix = loaded.scenario.faults.swarm.then_some(result.faults.as_str());
         let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
         print!(
@@ -300,7 +329,7 @@ fn print_human(
             .collect();
         println!("  violations: {}", parts.join(", "));
     }
-    print!("{}", kill_table(&summary.kills));
+    print!("{}", kill_table(&summary.kills, unreachable));
     for point in &summary.never_fired {
         println!(
             "warning: {} declares {point}, but it never fired in {} seeds",
@@ -333,6 +362,14 @@ fn run_summary(
         git_commit: platform::git_commit().to_string(),
         sqlite_version: platform::sqlite_version().to_string(),
         scenarios: scenarios.to_vec(),
+    }
+}
+
+fn mode_name(choice: &Choice) -> &'static str {
+    match choice {
+        Choice::Builtin => "in-process",
+        Choice::Process => "process",
+        Choice::Outside(_) => "adapter",
     }
 }
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, anyhow};
 
 use super::output::failure_lines;
-use super::{Format, ShrinkArgs};
+use super::sut::Choice;
+use super::{Format, ModeArg, ShrinkArgs};
 use crate::capsule::Capsule;
 use crate::exit::Exit;
 use crate::report::number::thousands;
@@ -19,6 +20,10 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }
+    let choice = Choice::from_args(&args.sut, ModeArg::InProcess, args.mutant.as_deref())?;
+    if let Choice::Outside(adapter) = &choice {
+        loaded = loaded.with_sut(&adapter.identity().name);
+    }
     let seed = args.seed.or(loaded.scenario.seed).ok_or_else(|| {
         anyhow!(
             "{}: no --seed given and the scenario sets no `seed`",
@@ -29,7 +34,8 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
         keep_failed: false,
         keep_traces: true,
-        mode: Default::default(),
+        sut: choice.sut(&loaded, &args.sut)?,
+        check_determinism: false,
     };
     let human = args.format == Format::Human;
     #[expect(
@@ -50,7 +56,10 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         other => other?,
     };
     let seconds = started.elapsed().as_secs_f64();
-    let capsule = Capsule::of_run(&shrunk.loaded, &shrunk.result);
+    let mut capsule = Capsule::of_run(&shrunk.loaded, &shrunk.result);
+    if let Choice::Outside(adapter) = &choice {
+        capsule = capsule.with_sut(adapter);
+    }
     let out = args
         .out
         .clone()

@@ -38,8 +38,8 @@ use rusqlite::Connection;
 use crate::store::receiver::ReferenceReceiver;
 use crate::store::reference::{ReferenceStore, ReferenceSystem};
 use crate::store::{
-    Engine, Implementation, Receiver, ReferenceEngine, Result, SqliteSettings, Store, System, SystemConfig, connection,
-    registry,
+    Engine, Implementation, Receiver, ReferenceEngine, Result, Snapshot, SqliteSettings, Store, System, SystemConfig,
+    Who, connection, registry,
 };
 
 /// How a mutant's connections get their settings.
@@ -253,17 +253,21 @@ impl MutantSystem {
 }
 
 impl System for MutantSystem {
-    fn open_store(&mut self) -> Result<Box<dyn Store>> {
+    fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
         Ok((self.store)(ReferenceStore::from_connection(conn)))
     }
 
-    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
+    fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
         let conn = self.open(&self.config.receiver_path, &self.config.receiver_sqlite, false)?;
         Ok((self.receiver)(ReferenceReceiver::from_connection(
             conn,
             self.config.hotel_failure,
         )))
+    }
+
+    fn dump(&mut self) -> Result<Snapshot> {
+        ReferenceSystem::dump_files(&self.config)
     }
 }
 

@@ -93,7 +93,41 @@ pub struct ScenarioSummary {
     pub kills: BTreeMap<&'static str, KillCount>,
     /// Kill points the scenario declares that never fired in this run.
     pub never_fired: Vec<String>,
+    /// Kill points the store under test cannot reach (a `call` adapter has
+    /// no moment inside its transactions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<String>,
+    /// The outside store, when one was under test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sut: Option<SutSummary>,
     pub failing_seeds: Vec<FailingSeed>,
+}
+
+/// An outside store under test (`--sut`).
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct SutSummary {
+    pub command: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub version: Option<String>,
+    /// The roles it serves, each with its granularity.
+    pub roles: crate::adapter::protocol::Served,
+    /// SHA-256 (16 hex digits) of each file its command names.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
+impl SutSummary {
+    pub fn of(adapter: &crate::adapter::Adapter) -> SutSummary {
+        let identity = adapter.identity();
+        SutSummary {
+            command: adapter.command().to_string(),
+            name: identity.name.clone(),
+            version: identity.version.clone(),
+            roles: identity.roles,
+            files: adapter.files().clone(),
+        }
+    }
 }
 
 /// The last line of `run --format json`, and `summary.json`.
@@ -106,7 +140,7 @@ pub struct RunSummary {
     pub seeds_per_s: f64,
     pub steps_per_s: f64,
     pub jobs: usize,
-    /// "in-process" or "process".
+    /// How the store under test ran: "in-process", "process" or "adapter".
     pub mode: String,
     pub work_dir: String,
     pub filesystem: String,

@@ -11,6 +11,8 @@
 //! reports/<scenario>/<seed>/trace.txt    the same, for people
 //! reports/<scenario>/<seed>/report.html  a self-contained page: timeline, command lifecycles,
 //!                                        expected vs found (`html`)
+//! reports/<scenario>/<seed>/adapter/…    an outside store's run: every process's stderr,
+//!                                        the transcript of requests and answers, the processes
 //! ```
 //!
 //! Folders are named by scenario and seed, never by time, so a rerun lands
@@ -57,6 +59,9 @@ pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::
         atomic::write(&dir.join("trace.txt"), human.as_bytes())?;
     }
     atomic::write(&dir.join("report.html"), html::seed_page(result, replay).as_bytes())?;
+    for artifact in &result.artifacts {
+        atomic::write(&dir.join(&artifact.name), &artifact.content)?;
+    }
     Ok(())
 }
 

@@ -355,6 +355,8 @@ pub struct Loaded {
     pub scenario: Scenario,
     /// The mutant run instead of the scenario's `store`, if any (`--mutant`).
     pub mutant: Option<String>,
+    /// The name of the outside store run instead (`--sut`), for labels.
+    pub sut: Option<String>,
 }
 
 impl Loaded {
@@ -371,13 +373,35 @@ impl Loaded {
         Ok(self)
     }
 
-    /// The name reports and results use: `smoke`, or `smoke+no_dedup` with a mutant.
+    /// Labels the scenario with the outside store run instead of its own.
+    pub fn with_sut(mut self, name: &str) -> Loaded {
+        self.sut = Some(name.to_string());
+        self
+    }
+
+    /// The name reports and results use: `smoke`, or `smoke+no_dedup` with
+    /// a mutant, or `smoke+example_store` with an outside store.
     pub fn label(&self) -> String {
-        match &self.mutant {
-            Some(mutant) => format!("{}+{mutant}", self.name),
-            None => self.name.clone(),
+        match (&self.mutant, &self.sut) {
+            (Some(mutant), _) => format!("{}+{mutant}", self.name),
+            (None, Some(sut)) => format!("{}+{}", self.name, sanitize(sut)),
+            (None, None) => self.name.clone(),
         }
     }
+}
+
+/// `name` with anything but letters, digits, `-`, `_` and `.` replaced, for
+/// a folder name.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The `*.toml` files directly in `dir`, sorted: scenarios, or capsules.
@@ -406,6 +430,7 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
         path: path.to_path_buf(),
         scenario,
         mutant: None,
+        sut: None,
     })
 }
 

@@ -21,9 +21,12 @@ pub struct TripRequest {
 
 /// The fixed facts of a run that actors need.
 #[derive(Clone)]
-pub struct World {
+pub struct World<'a> {
     /// The implementation's application-side choices.
-    pub engine: &'static dyn crate::store::Engine,
+    pub engine: &'a dyn crate::store::Engine,
+    /// How the implementation's roles are driven: a step at a time, or a
+    /// whole append (delivery) per call.
+    pub roles: crate::store::Roles,
     /// Ordered by `trip_id`.
     pub trips: Vec<TripRequest>,
     pub timing: Timing,
@@ -36,9 +39,14 @@ pub struct World {
 /// The cities trips go to.
 const CITIES: [&str; 8] = ["Lima", "Oslo", "Rome", "Kyiv", "Pune", "Lagos", "Quito", "Hanoi"];
 
-impl World {
-    /// The world of seed `seed` of `scenario`: the same in every process.
-    pub fn new(scenario: &crate::scenario::Scenario, seed: u64, engine: &'static dyn crate::store::Engine) -> World {
+impl<'a> World<'a> {
+    /// The world of seed `seed` of `scenario`.
+    pub fn new(
+        scenario: &crate::scenario::Scenario,
+        seed: u64,
+        engine: &'a dyn crate::store::Engine,
+        roles: crate::store::Roles,
+    ) -> World<'a> {
         let mut prng = Prng::derive(seed, "workload/trips");
         let count = scenario.workload.trips_count;
         let width = count.saturating_sub(1).to_string().len().max(3);
@@ -50,6 +58,7 @@ impl World {
             .collect();
         World {
             engine,
+            roles,
             trips,
             timing: scenario.timing.clone(),
             writers_count: scenario.workload.writers_count,
@@ -60,21 +69,10 @@ impl World {
     }
 }
 
-/// Decides whether an actor dies at a kill point. In-process, the
-/// simulator's `KillGate`; in a child process, a gate that asks the parent
-/// (which runs the same `KillGate`).
+/// Decides whether an actor dies at a kill point (the simulator's
+/// `KillGate`; a trait object so that `Ctx` need not name its lifetimes).
 pub trait Gate {
-    /// The actor reached `point`; `trace` and `outgoing` hold what it did
-    /// since its step began (a gate in a child flushes them to the parent
-    /// before asking, since the answer may be death).
-    fn decide(
-        &mut self,
-        now: u64,
-        actor: ActorId,
-        point: KillPoint,
-        trace: &mut Recorder,
-        outgoing: &mut Vec<(Address, Message)>,
-    ) -> bool;
+    fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool;
 }
 
 /// Decides kills: counts every time a point is reached and, while faults
@@ -98,14 +96,14 @@ pub struct Ctx<'a> {
     pub incarnation: u32,
     /// The actor's own decision stream.
     pub prng: &'a mut Prng,
-    pub world: &'a World,
+    pub world: &'a World<'a>,
     pub(crate) kill: &'a mut dyn Gate,
     pub(crate) trace: &'a mut Recorder,
     pub(crate) outgoing: &'a mut Vec<(Address, Message)>,
 }
 
 impl KillGate<'_> {
-    /// The decision itself, shared by both modes.
+    /// The actor reached `point`: true if it dies here.
     pub fn reach(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
         self.counters.reached[point.index()] += 1;
         self.reaches[point.index()] += 1;
@@ -124,14 +122,7 @@ impl KillGate<'_> {
 }
 
 impl Gate for KillGate<'_> {
-    fn decide(
-        &mut self,
-        now: u64,
-        actor: ActorId,
-        point: KillPoint,
-        _trace: &mut Recorder,
-        _outgoing: &mut Vec<(Address, Message)>,
-    ) -> bool {
+    fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
         self.reach(now, actor, point)
     }
 }
@@ -145,7 +136,7 @@ impl Ctx<'_> {
     /// The actor has reached `point`: true if the simulator kills it here.
     /// The actor must then return `Next::Killed(point)` at once.
     pub fn kill_point(&mut self, point: KillPoint) -> bool {
-        self.kill.decide(self.now, self.me, point, self.trace, self.outgoing)
+        self.kill.decide(self.now, self.me, point)
     }
 
     /// Sends a message; the simulator decides when (and whether) it arrives.

@@ -112,6 +112,20 @@ impl KillPoint {
     pub fn from_name(name: &str) -> Option<KillPoint> {
         KillPoint::ALL.into_iter().find(|point| point.name() == name)
     }
+
+    /// The points a store driven with `roles` never reaches: with `call`
+    /// granularity a transaction is one call, so there is no moment inside it.
+    pub fn unreachable(roles: crate::store::Roles) -> Vec<KillPoint> {
+        use crate::store::Granularity::Call;
+        let mut points = Vec::new();
+        if roles.store == Call {
+            points.push(KillPoint::WriterBeforeCommit);
+        }
+        if roles.receiver == Call {
+            points.push(KillPoint::ReceiverBeforeEffectCommit);
+        }
+        points
+    }
 }
 
 impl fmt::Display for KillPoint {

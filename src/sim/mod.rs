@@ -15,7 +15,6 @@ pub mod faults;
 pub mod net;
 pub mod power;
 pub mod prng;
-pub mod process;
 pub mod queue;
 pub mod simulator;
 

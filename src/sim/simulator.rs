@@ -11,42 +11,46 @@
 //! insertion): an actor's next step, a message's arrival, a restart, the
 //! start of the quiet phase, a settle check, a scripted kill. Each actor has
 //! at most one live wake-up; a token invalidates the ones it replaces.
+//!
+//! The implementation under test is given, never looked up here: the
+//! reference, a mutant, an outside store behind an adapter, or a library
+//! user's own. Its `System` opens every connection and, at the end, dumps
+//! the final state the checkers read.
+//!
+//! Files: this one (the loop and a step), `network.rs` (messages, probes),
+//! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling).
+
+mod lifecycle;
+mod network;
 
 use std::path::{Path, PathBuf};
-
-use rusqlite::Connection;
 
 use super::ctx::{Ctx, KillGate, TripRequest, World};
 use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use super::net::{Address, Message};
 use super::power::{Power, Recovery};
 use super::prng::Prng;
-use super::process::parent::{Spawned, Turn};
-use super::process::{self, ChildActor, Mode};
 use super::queue::Queue;
 use crate::actors::{Actor, ActorId, Next, Role};
-use crate::check::Snapshot;
 use crate::scenario::Scenario;
-use crate::store::{self, Implementation, Request, StoreError, System, SystemConfig};
+use crate::store::{Artifact, Implementation, Snapshot, Store, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder, TraceEvent};
-use crate::workflow::payload;
-use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
 
-/// A run that could not be set up (not an invariant violation).
+/// A run that could not be set up or finished (not an invariant violation).
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error("unknown implementation {0:?}")]
-    UnknownStore(String),
     #[error("setting up the databases: {0}")]
-    Setup(#[from] StoreError),
-    #[error("opening the observer connection: {0}")]
-    Observer(#[from] rusqlite::Error),
+    Setup(StoreError),
     #[error("registering the crash VFS: {0}")]
     Vfs(#[from] crate::vfs::VfsError),
-    #[error("process mode cannot run {0}")]
-    Unsupported(String),
-    #[error("an actor process failed: {0}")]
-    Process(String),
+    #[error("{0} cannot run {1}")]
+    Unsupported(String, String),
+    /// The implementation broke its contract with the harness (an adapter's
+    /// malformed answer): no verdict.
+    #[error("{0}")]
+    Broken(String),
+    #[error("reading the final state of the databases: {0}")]
+    Dump(StoreError),
 }
 
 /// What a run produced, for the checkers and the reports.
@@ -66,6 +70,10 @@ pub struct RunOutput {
     pub settled: bool,
     pub store_path: PathBuf,
     pub receiver_path: PathBuf,
+    /// The final state, as the implementation dumped it.
+    pub snapshot: Snapshot,
+    /// Files the implementation keeps about the run (an adapter's stderr).
+    pub artifacts: Vec<Artifact>,
     /// What recovery found after each power cut.
     pub recoveries: Vec<Recovery>,
     /// Persistence points the crash VFS saw during the fault phase (the
@@ -91,15 +99,8 @@ enum Event {
 enum Life {
     /// Alive but not yet connected: the next step opens the connection.
     Booting,
-    Up(Box<Backend>),
+    Up(Box<Actor>),
     Down,
-}
-
-/// Where a live actor runs.
-enum Backend {
-    Local(Actor),
-    /// In a child process (process mode); dropping it kills and reaps the child.
-    Child(ChildActor),
 }
 
 /// One actor's place in the simulation, which outlives its lives.
@@ -127,25 +128,23 @@ struct Slot {
 pub struct Simulator<'a> {
     scenario: &'a Scenario,
     seed: u64,
-    world: World,
+    world: World<'a>,
     plan: FaultPlan,
     phase: Phase,
     now: u64,
     queue: Queue<Event>,
     slots: Vec<Slot>,
-    implementation: &'static dyn Implementation,
+    implementation: &'a dyn Implementation,
     config: SystemConfig,
     /// Absent between a power cut and its recovery.
     system: Option<Box<dyn System>>,
-    observer: Option<Connection>,
+    /// A read-only connection of the run's own, for settle checks.
+    observer: Option<Box<dyn Store>>,
     /// Power loss, when the scenario (or a forced schedule) has any.
     power: Option<Power>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
-    mode: Mode,
-    /// The scenario as TOML, for children (process mode).
-    scenario_text: String,
-    /// A failure of crashsim itself that ends the run (process mode).
+    /// A breach of the harness's contract that ends the run without a verdict.
     fatal: Option<String>,
     trace: Recorder,
     kills: KillCounters,
@@ -172,11 +171,15 @@ pub struct Simulator<'a> {
 }
 
 impl<'a> Simulator<'a> {
-    /// Sets up a run of `scenario` with `seed`, its databases in `dir`, its
-    /// faults drawn or forced by `source`.
-    pub fn new(scenario: &'a Scenario, seed: u64, dir: &Path, source: FaultSource) -> Result<Simulator<'a>, SimError> {
-        let implementation =
-            crate::mutants::resolve(&scenario.store).ok_or_else(|| SimError::UnknownStore(scenario.store.clone()))?;
+    /// Sets up a run of `scenario` against `implementation` with `seed`, its
+    /// databases in `dir`, its faults drawn or forced by `source`.
+    pub fn new(
+        scenario: &'a Scenario,
+        implementation: &'a dyn Implementation,
+        seed: u64,
+        dir: &Path,
+        source: FaultSource,
+    ) -> Result<Simulator<'a>, SimError> {
         let store_path = dir.join("store.db");
         let receiver_path = dir.join("receiver.db");
         let forced_cut = matches!(&source, FaultSource::Forced(faults)
@@ -198,15 +201,17 @@ impl<'a> Simulator<'a> {
             store_sqlite,
             receiver_sqlite,
             hotel_failure: scenario.workload.hotel_failure,
+            seed,
+            clock: crate::store::Clock::default(),
         };
-        let system = implementation.system(&config)?;
-        let observer = store::connection::open(&store_path, &config.store_sqlite)?;
+        let mut system = implementation.system(&config).map_err(SimError::Setup)?;
+        let observer = system.open_store(&OBSERVER).map_err(SimError::Setup)?;
 
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
-        let world = World::new(scenario, seed, implementation.engine());
+        let world = World::new(scenario, seed, implementation.engine(), implementation.roles());
         let workload = &scenario.workload;
         let roles = [
             (Role::Writer, workload.writers_count),
@@ -247,8 +252,6 @@ impl<'a> Simulator<'a> {
             power,
             recoveries: Vec::new(),
             fault_points: None,
-            mode: Mode::InProcess,
-            scenario_text: String::new(),
             fatal: None,
             trace: Recorder::new(),
             kills: KillCounters::default(),
@@ -284,28 +287,8 @@ impl<'a> Simulator<'a> {
         Ok(simulator)
     }
 
-    /// Runs the actors as child processes of `exe` (see `process`).
-    pub fn in_mode(mut self, mode: Mode) -> Result<Self, SimError> {
-        if let Mode::Process { .. } = mode {
-            if self.power.is_some() {
-                return Err(SimError::Unsupported(
-                    "power loss (the crash VFS lives in one process)".to_string(),
-                ));
-            }
-            if self.scenario.store == "group_commit" {
-                return Err(SimError::Unsupported(
-                    "group_commit (its writers share one in-process committer)".to_string(),
-                ));
-            }
-            self.scenario_text =
-                toml::to_string(self.scenario).map_err(|error| SimError::Unsupported(error.to_string()))?;
-        }
-        self.mode = mode;
-        Ok(self)
-    }
-
     /// Runs to the end and returns what happened. The actors' connections
-    /// are closed before this returns, so the files can be judged.
+    /// are closed before the implementation dumps the final state.
     pub fn run(mut self) -> Result<RunOutput, SimError> {
         let (ticks_max, steps_max) = (self.scenario.run.ticks_max, self.scenario.run.steps_max);
         while let Some((tick, event)) = self.queue.pop() {
@@ -313,6 +296,7 @@ impl<'a> Simulator<'a> {
                 break;
             }
             self.now = tick;
+            self.config.clock.set(tick);
             if let Some(power) = &self.power {
                 power.vfs.set_clock(tick);
             }
@@ -338,13 +322,20 @@ impl<'a> Simulator<'a> {
         // Closing every connection rolls back what is open and checkpoints the WAL.
         self.observer = None;
         self.slots.clear();
+        let dumped = match (&self.fatal, self.system.as_deref_mut()) {
+            (Some(message), _) => Err(SimError::Broken(message.clone())),
+            (None, Some(system)) => system.dump().map_err(SimError::Dump),
+            // The run ended between a power cut and a failed recovery: read the files.
+            (None, None) => {
+                Snapshot::read(&self.store_path, &self.receiver_path).map_err(|error| SimError::Dump(error.into()))
+            }
+        };
+        let artifacts = self.system.as_deref_mut().map(System::artifacts).unwrap_or_default();
         self.system = None;
         if let Some(power) = &self.power {
             power.vfs.retire();
         }
-        if let Some(message) = self.fatal {
-            return Err(SimError::Process(message));
-        }
+        let snapshot = dumped?;
         Ok(RunOutput {
             seed: self.seed,
             events: self.trace.into_events(),
@@ -357,6 +348,8 @@ impl<'a> Simulator<'a> {
             settled: self.settled,
             store_path: self.store_path,
             receiver_path: self.receiver_path,
+            snapshot,
+            artifacts,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
         })
@@ -431,81 +424,11 @@ impl<'a> Simulator<'a> {
             }
             Next::Killed(point) => self.kill(slot, point.name()),
             Next::Crash => self.kill(slot, "crash"),
-        }
-    }
-
-    fn boot(&mut self, slot: usize) -> Next {
-        let id = self.slots[slot].id;
-        if let Mode::Process { exe } = &self.mode {
-            let init = process::protocol::Init {
-                scenario: self.scenario_text.clone(),
-                seed: self.seed,
-                actor: id,
-                store_path: self.store_path.clone(),
-                receiver_path: self.receiver_path.clone(),
-            };
-            return match ChildActor::spawn(exe, &init) {
-                Ok(Spawned::Up(child, synchronous)) => self.booted(slot, Backend::Child(child), synchronous),
-                Ok(Spawned::Busy) => self.boot_busy(id),
-                Ok(Spawned::Failed(error)) => self.boot_failed(id, error),
-                Err(error) if process::parent::is_fatal(&error) => {
-                    self.fatal = Some(error.to_string());
-                    Next::Crash
-                }
-                Err(error) => self.boot_failed(id, error.to_string()),
-            };
-        }
-        let role = id.role;
-        let Some(system) = self.system.as_deref_mut() else {
-            return self.boot_failed(id, "the databases are not recovered".to_string());
-        };
-        match Actor::open(role, system) {
-            Ok(actor) => {
-                // Read back what the new connection really runs with: the
-                // per-connection PRAGMAs must be applied on every open (I9).
-                let synchronous = actor.connection().and_then(|conn| {
-                    conn.pragma_query_value(None, "synchronous", |row| row.get::<_, u8>(0))
-                        .ok()
-                });
-                self.booted(slot, Backend::Local(actor), synchronous)
+            Next::Abort(message) => {
+                let id = self.slots[slot].id;
+                self.fatal = Some(format!("{id}: {message}"));
             }
-            Err(StoreError::Busy) => self.boot_busy(id),
-            Err(error) => self.boot_failed(id, error.to_string()),
         }
-    }
-
-    fn booted(&mut self, slot: usize, backend: Backend, synchronous: Option<u8>) -> Next {
-        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
-        self.slots[slot].life = Life::Up(Box::new(backend));
-        self.record(
-            id,
-            Op::Open {
-                incarnation,
-                synchronous,
-            },
-        );
-        Next::Continue
-    }
-
-    fn boot_busy(&mut self, id: ActorId) -> Next {
-        self.record(
-            id,
-            Op::Busy {
-                step: "open".to_string(),
-            },
-        );
-        Next::Busy
-    }
-
-    fn boot_failed(&mut self, id: ActorId, error: String) -> Next {
-        self.record(
-            id,
-            Op::Failed {
-                step: "open".to_string(),
-                error,
-            },
-        );
-        Next::Sleep(self.world.timing.poll_ticks)
     }
 
     fn actor_step(&mut self, slot: usize) -> Next {
@@ -520,11 +443,10 @@ impl<'a> Simulator<'a> {
             trace,
             phase,
             now,
-            fatal,
             ..
         } = self;
         let entry = &mut slots[slot];
-        let Life::Up(backend) = &mut entry.life else {
+        let Life::Up(actor) = &mut entry.life else {
             unreachable!("actor_step on an actor that is not up")
         };
         let mut gate = KillGate {
@@ -536,427 +458,27 @@ impl<'a> Simulator<'a> {
             injected,
             active: *phase == Phase::Faults,
         };
-        let next = match &mut **backend {
-            Backend::Local(actor) => {
-                let mut ctx = Ctx {
-                    now: *now,
-                    me: entry.id,
-                    incarnation: entry.incarnation,
-                    prng: &mut entry.prng,
-                    world,
-                    kill: &mut gate,
-                    trace,
-                    outgoing: &mut outgoing,
-                };
-                actor.step(&mut ctx)
-            }
-            Backend::Child(child) => {
-                let turn = Turn {
-                    now: *now,
-                    incarnation: entry.incarnation,
-                    actor: entry.id,
-                };
-                match child.step(turn, &mut entry.prng, &mut gate, trace, &mut outgoing) {
-                    Ok(next) => next,
-                    Err(error) => {
-                        if process::parent::is_fatal(&error) {
-                            *fatal = Some(error.to_string());
-                        }
-                        let op = Op::Failed {
-                            step: "process".to_string(),
-                            error: error.to_string(),
-                        };
-                        trace.record(*now, entry.id, op);
-                        Next::Crash
-                    }
-                }
-            }
+        let mut ctx = Ctx {
+            now: *now,
+            me: entry.id,
+            incarnation: entry.incarnation,
+            prng: &mut entry.prng,
+            world,
+            kill: &mut gate,
+            trace,
+            outgoing: &mut outgoing,
         };
+        let next = actor.step(&mut ctx);
         let from = entry.id;
         for (to, message) in outgoing {
             self.send(from, to, message);
         }
         next
     }
-
-    /// Puts a message on the wire: it may be lost or duplicated while faults
-    /// are on, and arrives after 1..=latency_ticks_max ticks.
-    fn send(&mut self, from: ActorId, to: Address, message: Message) {
-        let faults_on = self.phase == Phase::Faults;
-        if let Message::Request { request, reply_to } = &message
-            && reply_to.actor.role == Role::Worker
-        {
-            self.requests
-                .entry(request.key.clone())
-                .or_insert_with(|| (request.kind.clone(), request.payload.clone()));
-        }
-        let send = match self.slot_of(from) {
-            Some(slot) => {
-                self.slots[slot].sent += 1;
-                self.slots[slot].sent
-            }
-            None => {
-                self.prober_sent += 1;
-                self.prober_sent
-            }
-        };
-        let drop = Fault::Drop { from, send };
-        if faults_on && self.source.fires(&mut self.loss_prng, self.plan.net_drop, &drop) {
-            self.injected.push(Injected {
-                tick: self.now,
-                fault: drop,
-            });
-            let op = Op::Lost {
-                key: message.key().to_string(),
-                to: to.actor,
-                reason: "dropped by the network".to_string(),
-            };
-            self.record(from, op);
-            return;
-        }
-        let mut copies = 1;
-        let duplicate = Fault::Duplicate { from, send };
-        if faults_on
-            && self
-                .source
-                .fires(&mut self.loss_prng, self.plan.net_duplicate, &duplicate)
-        {
-            copies = 2;
-            self.injected.push(Injected {
-                tick: self.now,
-                fault: duplicate,
-            });
-            let op = Op::Duplicated {
-                key: message.key().to_string(),
-                to: to.actor,
-            };
-            self.record(from, op);
-        }
-        for _ in 0..copies {
-            let latency = self
-                .latency_prng
-                .range_inclusive(1, self.world.timing.latency_ticks_max);
-            self.in_flight += 1;
-            self.queue.push(
-                self.now + latency,
-                Event::Deliver {
-                    to,
-                    message: message.clone(),
-                },
-            );
-        }
-    }
-
-    fn slot_of(&self, id: ActorId) -> Option<usize> {
-        let workload = &self.scenario.workload;
-        let offset = match id.role {
-            Role::Writer => 0,
-            Role::Worker => workload.writers_count,
-            Role::Receiver => workload.writers_count + workload.workers_count,
-            Role::Prober | Role::Sim => return None,
-        };
-        Some((offset + id.index) as usize)
-    }
-
-    fn deliver(&mut self, to: Address, message: Message) {
-        self.in_flight -= 1;
-        if to.actor == ActorId::PROBER {
-            if let Message::Reply { key, outcome } = message {
-                self.record(ActorId::PROBER, Op::ProbeReply { key, outcome });
-            }
-            return;
-        }
-        let slot = self.slot_of(to.actor).expect("messages go to actors");
-        let entry = &mut self.slots[slot];
-        let alive = matches!(entry.life, Life::Up(_)) && to.incarnation.is_none_or(|life| life == entry.incarnation);
-        if !alive {
-            let op = Op::Lost {
-                key: message.key().to_string(),
-                to: to.actor,
-                reason: "recipient is down or restarted".to_string(),
-            };
-            self.record(ActorId::SIM, op);
-            return;
-        }
-        let probe = match &message {
-            Message::Reply { key, outcome } if outcome.result().is_some() => Some(key.clone()),
-            _ => None,
-        };
-        if let Life::Up(backend) = &mut entry.life {
-            match &mut **backend {
-                Backend::Local(actor) => actor.deliver(message),
-                // A child that cannot take a message is dead: its next step says so.
-                Backend::Child(child) => {
-                    let _ = child.deliver(message);
-                }
-            }
-        }
-        if entry.waiting {
-            let delay = self.step_delay(slot);
-            self.wake(slot, delay);
-        }
-        if let Some(key) = probe {
-            self.maybe_probe(key);
-        }
-    }
-
-    /// After a confirmed reply, maybe send a rogue request that reuses the
-    /// key with other core parameters (I7).
-    fn maybe_probe(&mut self, key: String) {
-        self.confirmed_replies += 1;
-        let probe = Fault::Probe {
-            reply: self.confirmed_replies,
-        };
-        if self.phase != Phase::Faults || !self.source.fires(&mut self.probe_prng, self.plan.key_conflict, &probe) {
-            return;
-        }
-        let Some((kind, original)) = self.requests.get(&key).cloned() else {
-            return;
-        };
-        let Ok(mut fields) = payload::decode(&original) else {
-            return;
-        };
-        self.injected.push(Injected {
-            tick: self.now,
-            fault: probe,
-        });
-        self.probes += 1;
-        fields.insert("probe".to_string(), self.probes.to_string());
-        let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let altered = payload::encode(&pairs);
-        let index = self.probe_target_prng.below(u64::from(self.world.receivers_count)) as u32;
-        let to = ActorId::new(Role::Receiver, index);
-        self.record(
-            ActorId::PROBER,
-            Op::Probe {
-                key: key.clone(),
-                to,
-                payload: altered.clone(),
-            },
-        );
-        let request = Request {
-            key,
-            kind,
-            payload: altered,
-            attempt: 0,
-            sent_tick: self.now,
-        };
-        let reply_to = Address {
-            actor: ActorId::PROBER,
-            incarnation: None,
-        };
-        self.send(
-            ActorId::PROBER,
-            Address {
-                actor: to,
-                incarnation: None,
-            },
-            Message::Request { request, reply_to },
-        );
-    }
-
-    /// Kills the actor: its connection closes (an open transaction rolls
-    /// back) and its memory is gone. It restarts after a seeded delay.
-    fn kill(&mut self, slot: usize, point: &str) {
-        let entry = &mut self.slots[slot];
-        if matches!(entry.life, Life::Down) {
-            return;
-        }
-        entry.life = Life::Down;
-        entry.incarnation += 1;
-        entry.token += 1;
-        entry.waiting = false;
-        let (id, incarnation) = (entry.id, entry.incarnation);
-        self.record(
-            id,
-            Op::Kill {
-                point: point.to_string(),
-            },
-        );
-        let timing = &self.world.timing;
-        let delay = match self.phase {
-            Phase::Faults => self.slots[slot]
-                .sched
-                .range_inclusive(timing.restart_ticks_min, timing.restart_ticks_max),
-            Phase::Quiet => 1,
-        };
-        self.queue
-            .push(self.now + delay.max(1), Event::Restart { slot, incarnation });
-    }
-
-    fn restart(&mut self, slot: usize, incarnation: u32) {
-        let entry = &mut self.slots[slot];
-        if entry.incarnation != incarnation || !matches!(entry.life, Life::Down) {
-            return;
-        }
-        entry.life = Life::Booting;
-        let id = entry.id;
-        self.record(id, Op::Restart { incarnation });
-        let delay = self.step_delay(slot);
-        self.wake(slot, delay);
-    }
-
-    fn quiet(&mut self) {
-        self.phase = Phase::Quiet;
-        if let Some(power) = &mut self.power {
-            self.fault_points = Some(power.quiet());
-        }
-        self.record(ActorId::SIM, Op::Quiet);
-        for slot in 0..self.slots.len() {
-            let entry = &self.slots[slot];
-            if matches!(entry.life, Life::Down) {
-                let incarnation = entry.incarnation;
-                self.queue.push(self.now + 1, Event::Restart { slot, incarnation });
-            }
-        }
-    }
-
-    fn script(&mut self, index: usize) {
-        let Some(target) = self.scenario.script[index].kill.clone() else {
-            if let Some(power) = &mut self.power {
-                power.script();
-            }
-            return;
-        };
-        let targets = self.scenario.kill_targets(&target).unwrap_or_default();
-        for (role, actor) in targets {
-            if let Some(slot) = self.slot_of(ActorId::new(role, actor)) {
-                self.kill(slot, "script");
-            }
-        }
-    }
-
-    /// The power went out: every actor dies at once, the files are rewritten
-    /// as the disk model leaves them, and what recovery finds is recorded for
-    /// the checkers (I9, I4). Then the run goes on: actors restart as after
-    /// kills and recover from what survived.
-    fn power_cut(&mut self) {
-        let Some(point) = self.power.as_ref().and_then(Power::cut) else {
-            return;
-        };
-        let model = self.scenario.power.model.name().to_string();
-        self.record(ActorId::SIM, Op::PowerCut { point, model });
-        // Their connections close with the power out: nothing more is written.
-        self.observer = None;
-        for slot in 0..self.slots.len() {
-            if !matches!(self.slots[slot].life, Life::Down) {
-                self.kill(slot, "power_cut");
-            }
-        }
-        self.system = None;
-        let power = self.power.as_mut().expect("checked above");
-        let vfs = power.vfs.name();
-        match power.restore(point) {
-            Ok((drawn, restored)) => {
-                if drawn {
-                    self.injected.push(Injected {
-                        tick: self.now,
-                        fault: Fault::PowerCut { point },
-                    });
-                }
-                self.record(
-                    ActorId::SIM,
-                    Op::Restored {
-                        kept: restored.kept,
-                        lost: restored.lost,
-                        torn: restored.torn,
-                    },
-                );
-            }
-            Err(error) => {
-                let op = Op::Failed {
-                    step: "restore".to_string(),
-                    error: error.to_string(),
-                };
-                self.record(ActorId::SIM, op);
-            }
-        }
-        match Snapshot::read_via(&self.store_path, &self.receiver_path, Some(vfs)) {
-            Ok(snapshot) => {
-                self.record(
-                    ActorId::SIM,
-                    Op::Recovered {
-                        events: snapshot.events.len(),
-                        outbox: snapshot.outbox.len(),
-                        effects: snapshot.effects.len(),
-                        store_integrity: snapshot.store_integrity.clone(),
-                        receiver_integrity: snapshot.receiver_integrity.clone(),
-                    },
-                );
-                self.recoveries.push(Recovery {
-                    tick: self.now,
-                    point,
-                    snapshot,
-                });
-            }
-            Err(error) => {
-                let op = Op::Failed {
-                    step: "recovery".to_string(),
-                    error: error.to_string(),
-                };
-                self.record(ActorId::SIM, op);
-            }
-        }
-        match self.implementation.system(&self.config) {
-            Ok(system) => self.system = Some(system),
-            Err(error) => {
-                let op = Op::Failed {
-                    step: "recovery".to_string(),
-                    error: error.to_string(),
-                };
-                self.record(ActorId::SIM, op);
-            }
-        }
-        self.observer = store::connection::open(&self.store_path, &self.config.store_sqlite).ok();
-    }
-
-    fn settle_check(&mut self) {
-        if self.is_settled() {
-            self.settled = true;
-            self.record(ActorId::SIM, Op::Settled);
-        } else {
-            self.queue
-                .push(self.now + self.scenario.run.settle_check_ticks, Event::SettleCheck);
-        }
-    }
-
-    /// Nothing in flight, every live actor idle, every workflow terminal and
-    /// the outbox drained. The cheap in-memory tests go first.
-    fn is_settled(&mut self) -> bool {
-        if self.in_flight > 0 {
-            return false;
-        }
-        let busy = self.slots.iter_mut().any(|slot| match &mut slot.life {
-            Life::Up(backend) => match &mut **backend {
-                Backend::Local(actor) => !actor.is_idle(),
-                Backend::Child(child) => !child.is_idle().unwrap_or(false),
-            },
-            Life::Booting | Life::Down => false,
-        });
-        if busy {
-            return false;
-        }
-        let Some(observer) = &self.observer else {
-            return false;
-        };
-        let query = || -> rusqlite::Result<bool> {
-            let pending: i64 =
-                observer.query_row("SELECT COUNT(*) FROM outbox WHERE processed_at IS NULL", [], |row| {
-                    row.get(0)
-                })?;
-            if pending > 0 {
-                return Ok(false);
-            }
-            let terminal: i64 = observer.query_row(
-                "SELECT COUNT(*) FROM events e
-                  WHERE e.seq = (SELECT MAX(seq) FROM events m WHERE m.workflow_id = e.workflow_id)
-                    AND e.kind IN (?1, ?2)",
-                [HOTEL_BOOKED, HOTEL_FAILED],
-                |row| row.get(0),
-            )?;
-            Ok(terminal as usize == self.world.trips.len())
-        };
-        // An observer read can only fail on a broken file; then it is not settled.
-        query().unwrap_or(false)
-    }
 }
+
+/// The run's own read-only connection.
+const OBSERVER: crate::store::Who<'static> = crate::store::Who {
+    actor: "observer",
+    incarnation: 0,
+};

@@ -23,6 +23,18 @@ pub enum StoreError {
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(rusqlite::Error),
+    /// Any other failure of the store's own code, as it described it (an
+    /// adapter's `failed` answer).
+    #[error("{0}")]
+    Failed(String),
+    /// The store's process died (or stopped answering) without being
+    /// killed: a crash of the code under test, which the checkers report.
+    #[error("{0}")]
+    Died(String),
+    /// The store broke its contract with the harness (an adapter's
+    /// malformed answer): the run cannot go on, and no verdict is given.
+    #[error("{0}")]
+    Broken(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -50,6 +62,9 @@ impl StoreError {
             StoreError::Busy => StoreError::Busy,
             StoreError::Pending => StoreError::Pending,
             StoreError::Invalid(message) => StoreError::Invalid(message.clone()),
+            StoreError::Failed(message) => StoreError::Failed(message.clone()),
+            StoreError::Died(message) => StoreError::Died(message.clone()),
+            StoreError::Broken(message) => StoreError::Broken(message.clone()),
             StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, message)) => {
                 StoreError::Sqlite(rusqlite::Error::SqliteFailure(*code, message.clone()))
             }

@@ -11,18 +11,24 @@
 //!
 //! - `Store`: one connection to the event store and outbox (`events`, `outbox`).
 //! - `Receiver`: one connection to an idempotent receiver's database.
-//! - `System`: opens those connections for one run (one set of files).
+//! - `System`: opens those connections for one run (one set of files), and
+//!   dumps the files' final state in canonical form for the checkers.
 //! - `Implementation`: a named way of building a `System`, plus the `Engine`
 //!   (the application-side choices: keys, when to mark done, replay): the
-//!   reference, the group-commit store, and the mutants (`crate::mutants`).
+//!   reference, the group-commit store, the mutants (`crate::mutants`), an
+//!   outside store behind an adapter (`crate::adapter`), or a library user's.
 //!
 //! Modules: `connection` (open + PRAGMAs), `error`, `events` and `outbox`
 //! (the reference's SQL), `reference` (the reference `Store` and `System`),
 //! `group_commit` (appends of many writers in one transaction),
 //! `receiver` (the reference `Receiver`), `service` (what the receiver's
-//! business effect computes), `registry` (implementations by name).
+//! business effect computes), `dump` (the canonical state the checkers
+//! read), `clock` (simulated time as a store may read it), `registry`
+//! (implementations by name).
 
+pub mod clock;
 pub mod connection;
+pub mod dump;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -37,7 +43,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use clock::Clock;
 pub use connection::{JournalMode, SqliteSettings, Synchronous};
+pub use dump::Snapshot;
 pub use engine::{Engine, ReferenceEngine};
 pub use error::StoreError;
 
@@ -85,6 +93,12 @@ pub trait Store {
     /// (`PRAGMA synchronous`). The harness never writes through it.
     fn connection(&self) -> Option<&rusqlite::Connection> {
         None
+    }
+
+    /// The `synchronous` level this connection runs with (0 OFF … 3 EXTRA),
+    /// as SQLite reads it back; by default through `connection`.
+    fn synchronous(&self) -> Option<u8> {
+        synchronous_of(self.connection())
     }
 
     /// `append` without commands.
@@ -171,6 +185,14 @@ impl Outcome {
     }
 }
 
+/// What `Receiver::handle` did: the outcome, and the id of the effect it
+/// performed when it applied the request now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handled {
+    pub outcome: Outcome,
+    pub effect_id: Option<i64>,
+}
+
 /// What applying a new request did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
@@ -195,23 +217,38 @@ pub trait Receiver {
         None
     }
 
-    /// The whole request in one call.
-    fn handle(&mut self, request: &Request) -> Result<Outcome> {
+    /// The `synchronous` level this connection runs with, if known.
+    fn synchronous(&self) -> Option<u8> {
+        synchronous_of(self.connection())
+    }
+
+    /// The whole request in one call (what a receiver of `call`
+    /// granularity is driven through).
+    fn handle(&mut self, request: &Request) -> Result<Handled> {
         self.begin()?;
         let attempt = (|| {
             Ok(match self.lookup(request)? {
                 Lookup::New => {
                     let applied = self.apply(request)?;
                     self.commit()?;
-                    Outcome::Applied { result: applied.result }
+                    Handled {
+                        outcome: Outcome::Applied { result: applied.result },
+                        effect_id: Some(applied.effect_id),
+                    }
                 }
                 Lookup::Seen { result } => {
                     self.rollback()?;
-                    Outcome::Duplicate { result }
+                    Handled {
+                        outcome: Outcome::Duplicate { result },
+                        effect_id: None,
+                    }
                 }
                 Lookup::Conflict => {
                     self.rollback()?;
-                    Outcome::Conflict
+                    Handled {
+                        outcome: Outcome::Conflict,
+                        effect_id: None,
+                    }
                 }
             })
         })();
@@ -220,6 +257,13 @@ pub trait Receiver {
         }
         attempt
     }
+}
+
+/// `PRAGMA synchronous` as `conn` reads it back.
+fn synchronous_of(conn: Option<&rusqlite::Connection>) -> Option<u8> {
+    conn?
+        .pragma_query_value(None, "synchronous", |row| row.get::<_, u8>(0))
+        .ok()
 }
 
 /// Where one run's databases live and how they are configured.
@@ -232,22 +276,83 @@ pub struct SystemConfig {
     /// The share of hotel bookings that fail terminally (decided from the
     /// request, see `service`).
     pub hotel_failure: Ratio,
+    /// The run's seed, for implementations that pass it on (an adapter's
+    /// handshake); nothing in a store should need it.
+    pub seed: u64,
+    /// The run's time, for a store that needs one (a timestamp): never the
+    /// wall clock, so that a run replays.
+    pub clock: Clock,
+}
+
+/// Whose connection is being opened: the actor (`writer-3`) and which of
+/// its lives, or the run itself (`observer`). For logs and adapters; a
+/// store must behave the same whoever opens it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Who<'a> {
+    pub actor: &'a str,
+    pub incarnation: u32,
 }
 
 /// The databases of one run; opens as many connections as the run needs.
 pub trait System {
-    fn open_store(&mut self) -> Result<Box<dyn Store>>;
-    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>>;
+    fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>>;
+    fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>>;
+    /// The final state of the run's databases, in canonical form. Called
+    /// once, after every connection the run opened is closed.
+    fn dump(&mut self) -> Result<Snapshot>;
+    /// Files about the run for a failing seed's report (an adapter's stderr
+    /// and transcript), as (name, content). Read after `dump`.
+    fn artifacts(&mut self) -> Vec<Artifact> {
+        Vec::new()
+    }
+}
+
+/// A file about a run, kept in a failing seed's report folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifact {
+    /// A relative path such as `adapter/writer-3.1.stderr`.
+    pub name: String,
+    pub content: Vec<u8>,
+}
+
+/// How a role's transaction is driven (see docs/adapter-protocol.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    /// One call per operation (`begin`, `insert_event`, …, `commit`): the
+    /// simulator interleaves and kills inside an open transaction.
+    #[default]
+    Step,
+    /// One call per append (`append_with_commands`) and per delivery
+    /// (`Receiver::handle`): the kill points inside a transaction are unreachable.
+    Call,
+}
+
+/// The granularity of each role.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Roles {
+    pub store: Granularity,
+    pub receiver: Granularity,
 }
 
 /// A named implementation of the protocol.
 pub trait Implementation: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     /// Creates the schemas (if needed) and returns the run's `System`.
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>>;
     /// The application-side choices (see `engine`); the reference by default.
-    fn engine(&self) -> &'static dyn Engine {
+    fn engine(&self) -> &dyn Engine {
         &ReferenceEngine
+    }
+    /// How each role is driven; `Step` for both by default.
+    fn roles(&self) -> Roles {
+        Roles::default()
+    }
+    /// Whether every connection lives in this process and opens its files
+    /// through the VFS its settings name. Power loss needs that (the crash
+    /// VFS sees only this process's writes); an adapter's processes do not.
+    fn in_process(&self) -> bool {
+        true
     }
 }

@@ -6,7 +6,8 @@ use rusqlite::Connection;
 
 use super::receiver::ReferenceReceiver;
 use super::{
-    Implementation, Receiver, Result, SqliteSettings, Store, System, SystemConfig, connection, events, outbox,
+    Implementation, Receiver, Result, Snapshot, SqliteSettings, Store, System, SystemConfig, Who, connection, events,
+    outbox,
 };
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 
@@ -107,22 +108,32 @@ impl ReferenceSystem {
         ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
         Ok(ReferenceSystem { config: config.clone() })
     }
+
+    /// The canonical dump of files with the reference schema: every
+    /// implementation built on the reference's files dumps this way.
+    pub fn dump_files(config: &SystemConfig) -> Result<Snapshot> {
+        Ok(Snapshot::read(&config.store_path, &config.receiver_path)?)
+    }
 }
 
 impl System for ReferenceSystem {
-    fn open_store(&mut self) -> Result<Box<dyn Store>> {
+    fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         Ok(Box::new(ReferenceStore::open(
             &self.config.store_path,
             &self.config.store_sqlite,
         )?))
     }
 
-    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
+    fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
         Ok(Box::new(ReferenceReceiver::open(
             &self.config.receiver_path,
             &self.config.receiver_sqlite,
             self.config.hotel_failure,
         )?))
+    }
+
+    fn dump(&mut self) -> Result<Snapshot> {
+        ReferenceSystem::dump_files(&self.config)
     }
 }
 

@@ -215,4 +215,11 @@ pub enum Op {
         step: String,
         error: String,
     },
+    /// The store's process died, or stopped answering, without being
+    /// killed (an outside store behind an adapter): a crash of the code
+    /// under test (invariant A1). The actor restarts as after a kill.
+    Died {
+        step: String,
+        cause: String,
+    },
 }

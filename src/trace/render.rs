@@ -129,5 +129,6 @@ pub fn describe(op: &Op) -> String {
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
+        Op::Died { step, cause } => format!("{step} STORE DIED: {cause}"),
     }
 }

@@ -26,7 +26,8 @@ pub fn options(work_dir: &Path) -> Options {
         work_dir: work_dir.to_path_buf(),
         keep_failed: false,
         keep_traces: true,
-        mode: Default::default(),
+        sut: Default::default(),
+        check_determinism: false,
     }
 }
 

@@ -193,6 +193,7 @@ fn hostile_result() -> SeedResult {
         fault_points: None,
         events: Some(events),
         snapshot: Some(snapshot),
+        artifacts: Vec::new(),
         kept_dir: None,
     }
 }

@@ -176,7 +176,7 @@ fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::Duplicated { to, .. } => return Some((*to, Mark::Duplicate)),
         Op::Probe { .. } | Op::ProbeReply { .. } => Mark::Probe,
         Op::Busy { .. } => Mark::Busy,
-        Op::Failed { .. } => Mark::Failed,
+        Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
         _ => return None,
     };
     Some((actor, mark))

@@ -9,7 +9,7 @@
 
 use super::stepped::{Committer, GroupCommitStore, SharedCommitter};
 use crate::store::reference::ReferenceSystem;
-use crate::store::{Implementation, Receiver, Result, Store, System, SystemConfig};
+use crate::store::{Implementation, Receiver, Result, Snapshot, Store, System, SystemConfig, Who};
 
 /// The group-commit implementation, by name.
 pub struct GroupCommit;
@@ -40,7 +40,7 @@ pub struct GroupCommitSystem {
 }
 
 impl System for GroupCommitSystem {
-    fn open_store(&mut self) -> Result<Box<dyn Store>> {
+    fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let config = &self.reference.config;
         Ok(Box::new(GroupCommitStore::open(
             &config.store_path,
@@ -49,7 +49,11 @@ impl System for GroupCommitSystem {
         )?))
     }
 
-    fn open_receiver(&mut self) -> Result<Box<dyn Receiver>> {
-        self.reference.open_receiver()
+    fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>> {
+        self.reference.open_receiver(who)
+    }
+
+    fn dump(&mut self) -> Result<Snapshot> {
+        self.reference.dump()
     }
 }

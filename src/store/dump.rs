@@ -1,17 +1,22 @@
-//! `Snapshot`: the final database files, read once, read-only, with plain SQL
-//! against the protocol's schema (never through the implementation under
-//! test, which could hide its own mistakes).
+//! `Snapshot`: the canonical dump of a run's databases, the one thing the
+//! checkers read besides the trace.
+//!
+//! Every implementation produces it through `System::dump`: crashsim's own
+//! read their files here, once, read-only, with plain SQL against the
+//! protocol's schema (never through the implementation under test, which
+//! could hide its own mistakes); an outside store's adapter answers the
+//! protocol's `dump` request with the same shape (docs/adapter-protocol.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{OutboxRow, StoredEvent};
 
 /// An effect row at the receiver.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Effect {
     pub effect_id: i64,
     pub key: String,
@@ -21,7 +26,7 @@ pub struct Effect {
 }
 
 /// A de-duplication record at the receiver.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dedup {
     pub key: String,
     pub digest: String,
@@ -29,8 +34,10 @@ pub struct Dedup {
     pub effect_id: i64,
 }
 
-/// The final state of a run's databases.
-#[derive(Clone, Debug, Default, Serialize)]
+/// The final state of a run's databases. Each part defaults to empty, so a
+/// dump of one role's database parses alone (see `merge`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Snapshot {
     /// Ordered by workflow, then seq.
     pub events: Vec<StoredEvent>,
@@ -85,6 +92,14 @@ impl Snapshot {
 
     /// `read` through a named VFS (the crash VFS after a power cut).
     pub fn read_via(store_path: &Path, receiver_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
+        let mut snapshot = Snapshot::read_store(store_path, vfs)?;
+        snapshot.merge(Snapshot::read_receiver(receiver_path, vfs)?);
+        Ok(snapshot)
+    }
+
+    /// The event store's part (`events`, `outbox`, `store_integrity`) of a
+    /// database with the reference schema.
+    pub fn read_store(store_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
         let store = open_read_only(store_path, vfs)?;
         let events = store
             .prepare("SELECT workflow_id, seq, kind, payload FROM events ORDER BY workflow_id, seq")?
@@ -115,7 +130,17 @@ impl Snapshot {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let store_integrity = integrity(&store)?;
+        Ok(Snapshot {
+            events,
+            outbox,
+            store_integrity,
+            ..Snapshot::default()
+        })
+    }
 
+    /// The receiver's part (`effects`, `dedup`, `receiver_integrity`) of a
+    /// database with the reference schema.
+    pub fn read_receiver(receiver_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
         let receiver = open_read_only(receiver_path, vfs)?;
         let effects = receiver
             .prepare("SELECT effect_id, key, kind, payload, result FROM effects ORDER BY effect_id")?
@@ -142,12 +167,18 @@ impl Snapshot {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let receiver_integrity = integrity(&receiver)?;
         Ok(Snapshot {
-            events,
-            outbox,
             effects,
             dedup,
-            store_integrity,
             receiver_integrity,
+            ..Snapshot::default()
         })
+    }
+
+    /// Takes the receiver's part from `other` (a dump of the other role's
+    /// database, when two implementations serve the two roles).
+    pub fn merge(&mut self, other: Snapshot) {
+        self.effects = other.effects;
+        self.dedup = other.dedup;
+        self.receiver_integrity = other.receiver_integrity;
     }
 }

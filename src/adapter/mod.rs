@@ -1,0 +1,231 @@
+//! Outside stores: any program that speaks the adapter protocol
+//! (docs/adapter-protocol.md) is an `Implementation`, whatever its language.
+//!
+//! - `protocol`: the messages, shared by both sides.
+//! - `process`: one adapter process: start, one request at a time with a
+//!   wall-clock limit, `SIGKILL`; what a misbehaving process means.
+//! - `client`: the `Store` and `Receiver` traits as requests.
+//! - `system`: one run: a process per connection, set-up, the dump.
+//! - `serve`: the other side, for crashsim's own implementations
+//!   (`crashsim serve NAME`, which `--mode process` runs).
+//!
+//! `Adapter::probe` starts the command once before any seed runs, so that a
+//! command that is not there, exits at once or speaks another version is
+//! bad input (exit code 2), named with what it printed, not a finding.
+
+mod client;
+mod process;
+pub mod protocol;
+pub mod serve;
+mod system;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use process::{AdapterProcess, CallError, RunLog};
+pub use process::{Exchange, ProcessRecord};
+use protocol::{Identity, Purpose, Served};
+use system::{AdapterSystem, Launch};
+
+use crate::store::{Engine, Granularity, Implementation, ReferenceEngine, Result, Roles, System, SystemConfig};
+
+/// How long an adapter may take to answer one request, by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An outside store, as `--sut CMD` names it.
+pub struct Adapter {
+    launch: Launch,
+    identity: Identity,
+    engine: &'static dyn Engine,
+    files: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("command", &self.launch.command)
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+/// A command that cannot be an adapter (before any seed runs).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AdapterError(String);
+
+impl Adapter {
+    /// Starts `command` once, reads its handshake, and kills it.
+    pub fn probe(command: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
+        let probe_dir = tempfile::tempdir().map_err(|error| AdapterError(format!("a temporary folder: {error}")))?;
+        let config = probe_config(probe_dir.path());
+        let log = std::rc::Rc::new(std::cell::RefCell::new(RunLog {
+            dir: probe_dir.path().to_path_buf(),
+            ..RunLog::default()
+        }));
+        let started = AdapterProcess::spawn(command, "probe", timeout, &log);
+        let stderr_tail = || {
+            let text = std::fs::read_to_string(probe_dir.path().join("probe.stderr")).unwrap_or_default();
+            tail(&text, 12)
+        };
+        let mut process = started.map_err(|error| AdapterError(message_of(error, command, "")))?;
+        let who = crate::store::Who {
+            actor: "probe",
+            incarnation: 0,
+        };
+        let fields = match system::hello(&config, Purpose::Probe, &who) {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let identity = process
+            .call("hello", 0, fields)
+            .and_then(|ok| system::check_identity(ok, command, "probe"))
+            .map_err(|error| AdapterError(message_of(error, command, &stderr_tail())))?;
+        if identity.roles.store.is_none() && identity.roles.receiver.is_none() {
+            return Err(AdapterError(format!(
+                "the adapter `{command}` serves no role: its handshake lists neither `store` nor `receiver`"
+            )));
+        }
+        Ok(Adapter {
+            launch: Launch {
+                command: command.to_string(),
+                timeout,
+                served: identity.roles,
+            },
+            identity,
+            engine: &ReferenceEngine,
+            files: file_hashes(command),
+        })
+    }
+
+    /// crashsim's own implementation `name`, served by this executable
+    /// (`exe serve NAME`): what `--mode process` runs. Its engine (the
+    /// application-side choices) stays in crashsim, as in-process.
+    pub fn serve(exe: &Path, name: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
+        let implementation =
+            crate::mutants::resolve(name).ok_or_else(|| AdapterError(format!("unknown implementation {name:?}")))?;
+        let command = format!("{} serve {name}", shell_quote(&exe.display().to_string()));
+        let mut adapter = Adapter::probe(&command, timeout)?;
+        adapter.engine = implementation.engine();
+        adapter.files = BTreeMap::new();
+        Ok(adapter)
+    }
+
+    pub fn command(&self) -> &str {
+        &self.launch.command
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// SHA-256 of each file the command names that exists (the adapter's
+    /// script), so a replay capsule can tell when the store changed.
+    pub fn files(&self) -> &BTreeMap<String, String> {
+        &self.files
+    }
+
+    pub fn served(&self) -> Served {
+        self.launch.served
+    }
+}
+
+impl Implementation for Adapter {
+    fn name(&self) -> &str {
+        &self.identity.name
+    }
+
+    fn description(&self) -> &str {
+        &self.launch.command
+    }
+
+    fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
+        Ok(Box::new(AdapterSystem::create(self.launch.clone(), config)?))
+    }
+
+    fn engine(&self) -> &dyn Engine {
+        self.engine
+    }
+
+    fn roles(&self) -> Roles {
+        Roles {
+            store: self.launch.served.store.unwrap_or(Granularity::Step),
+            receiver: self.launch.served.receiver.unwrap_or(Granularity::Step),
+        }
+    }
+
+    fn in_process(&self) -> bool {
+        false
+    }
+}
+
+/// The settings a probe's hello states: the defaults, in a scratch folder.
+fn probe_config(dir: &Path) -> SystemConfig {
+    let settings = crate::scenario::SqliteConfig::default();
+    SystemConfig {
+        store_path: dir.join("store.db"),
+        receiver_path: dir.join("receiver.db"),
+        store_sqlite: settings.store_settings(),
+        receiver_sqlite: settings.receiver_settings(),
+        hotel_failure: crate::ratio::Ratio::new(1, 4),
+        seed: 0,
+        clock: crate::store::Clock::default(),
+    }
+}
+
+/// What a failed probe says: the cause, then what the adapter printed.
+fn message_of(error: CallError, command: &str, stderr: &str) -> String {
+    let cause = match error {
+        CallError::Answered(answer) => format!(
+            "the adapter `{command}` answered `hello` with an error ({:?}): {}",
+            answer.kind, answer.message
+        ),
+        CallError::Died(_) => format!("the adapter `{command}` exited before answering `hello`"),
+        CallError::Broken(message) => message,
+    };
+    if stderr.is_empty() {
+        cause
+    } else {
+        format!("{cause}\nits stderr ended with:\n{stderr}")
+    }
+}
+
+/// The last `lines` lines of `text`, indented.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    all[start..]
+        .iter()
+        .map(|line| format!("  | {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// SHA-256 (first 16 hex digits) of every word of `command` that names a file.
+fn file_hashes(command: &str) -> BTreeMap<String, String> {
+    command
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|word| Path::new(word).is_file())
+        .filter_map(|word| {
+            let bytes = std::fs::read(word).ok()?;
+            let digest = Sha256::digest(&bytes);
+            Some((word.to_string(), crate::store::service::hex16(&digest)))
+        })
+        .collect()
+}
+
+/// `text` quoted for `/bin/sh` when it needs it.
+fn shell_quote(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}

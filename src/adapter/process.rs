@@ -1,0 +1,415 @@
+//! One adapter process: started with `/bin/sh -c`, in a process group of
+//! its own, spoken to one request at a time, and ended with `SIGKILL`.
+//!
+//! Every way a process can let crashsim down is sorted here, once:
+//!
+//! - it exits, or its pipe breaks, without having been killed: `Died`, a
+//!   finding about the store (the trace records it, invariant A1);
+//! - it does not answer within the wall-clock limit: killed, then `Died`;
+//! - it answers with something that is not a protocol message, or the
+//!   answer to another request, or `unsupported`: `Broken`, which stops
+//!   the run without a verdict (exit code 2).
+//!
+//! The wall clock appears here only as that limit: it decides nothing in a
+//! run whose store answers.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::protocol::{self, Answer, ErrorKind};
+use crate::store::StoreError;
+
+/// What one run's adapter processes said and did, shared by all of them.
+#[derive(Debug, Default)]
+pub struct RunLog {
+    /// Where each process's stderr file goes.
+    pub dir: PathBuf,
+    /// The run's directory as it appears in requests, replaced by `$RUN` in
+    /// the transcript so that two runs of one seed compare equal.
+    pub run_dir: String,
+    /// Every request and its answer, in order.
+    pub transcript: Vec<Exchange>,
+    /// Every process started, in order.
+    pub processes: Vec<ProcessRecord>,
+}
+
+/// One request and its answer (the answer is empty if none came).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Exchange {
+    pub process: String,
+    pub request: String,
+    pub answer: String,
+}
+
+/// A process and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessRecord {
+    pub label: String,
+    pub pid: u32,
+    /// `killed` (by crashsim, as every process ends), or how it died.
+    pub end: Option<String>,
+    pub stderr: String,
+}
+
+pub type SharedLog = Rc<RefCell<RunLog>>;
+
+/// A failure of one call, before it becomes a `StoreError`.
+pub enum CallError {
+    /// The adapter answered with an error.
+    Answered(protocol::ErrorAnswer),
+    /// The process died or hung (a finding).
+    Died(String),
+    /// The adapter broke the protocol (a harness error).
+    Broken(String),
+}
+
+impl CallError {
+    /// The `StoreError` of an error that is not a specific answer.
+    pub fn into_store_error(self) -> StoreError {
+        match self {
+            CallError::Answered(answer) => match answer.kind {
+                ErrorKind::Busy => StoreError::Busy,
+                ErrorKind::Invalid => StoreError::Invalid(answer.message),
+                ErrorKind::Failed | ErrorKind::Conflict => StoreError::Failed(answer.message),
+                ErrorKind::Unsupported => StoreError::Broken(answer.message),
+            },
+            CallError::Died(cause) => StoreError::Died(cause),
+            CallError::Broken(message) => StoreError::Broken(message),
+        }
+    }
+}
+
+/// A live adapter process.
+pub struct AdapterProcess {
+    command: String,
+    label: String,
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines,
+    next_id: u64,
+    timeout: Duration,
+    log: SharedLog,
+    /// Set once the process is known to be gone (or killed after a hang).
+    gone: bool,
+}
+
+impl AdapterProcess {
+    /// Starts `command` as process `label`; its stderr goes to a file of
+    /// that name in the log's folder.
+    pub fn spawn(command: &str, label: &str, timeout: Duration, log: &SharedLog) -> Result<AdapterProcess, CallError> {
+        become_subreaper();
+        let stderr_path = log.borrow().dir.join(format!("{label}.stderr"));
+        let stderr = File::create(&stderr_path)
+            .map_err(|error| CallError::Broken(format!("creating {}: {error}", stderr_path.display())))?;
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .env("CRASHSIM_ADAPTER_PROTOCOL", protocol::VERSION.to_string())
+            .process_group(0)
+            .spawn()
+            .map_err(|error| CallError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CallError::Broken(format!("the adapter `{command}` has no pipes")));
+        };
+        log.borrow_mut().processes.push(ProcessRecord {
+            label: label.to_string(),
+            pid: child.id(),
+            end: None,
+            stderr: stderr_path.display().to_string(),
+        });
+        Ok(AdapterProcess {
+            command: command.to_string(),
+            label: label.to_string(),
+            child,
+            stdin,
+            stdout: Lines::new(stdout),
+            next_id: 0,
+            timeout,
+            log: Rc::clone(log),
+            gone: false,
+        })
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Sends one request and waits for its answer: the `ok` value.
+    pub fn call(&mut self, op: &str, tick: u64, fields: Map<String, Value>) -> Result<Value, CallError> {
+        if self.gone {
+            return Err(CallError::Died(format!("{}: the store process is gone", self.label)));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = protocol::request_line(id, op, tick, fields);
+        let written = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush());
+        let answer = match written {
+            Ok(()) => self.stdout.read_line(self.timeout),
+            Err(_) => Err(ReadError::Eof),
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(ReadError::Eof) => {
+                self.record(&line, "");
+                return Err(CallError::Died(self.died(op)));
+            }
+            Err(ReadError::Timeout) => {
+                self.record(&line, "");
+                self.kill();
+                return Err(CallError::Died(format!(
+                    "{}: the store process did not answer `{op}` within {} s of wall-clock time and was killed",
+                    self.label,
+                    self.timeout.as_secs_f64()
+                )));
+            }
+            Err(ReadError::Io(error)) => {
+                return Err(CallError::Broken(format!("reading from {}: {error}", self.label)));
+            }
+        };
+        self.record(&line, &answer);
+        let parsed: Answer = serde_json::from_str(&answer).map_err(|error| {
+            CallError::Broken(format!(
+                "the adapter `{}` ({}) answered request {id} (`{op}`) with a line that is not a protocol \
+                 answer ({error}): {:?}{}",
+                self.command,
+                self.label,
+                shorten(&answer),
+                if answer.trim_start().starts_with('{') {
+                    ""
+                } else {
+                    " (stdout is the protocol's channel: log to stderr)"
+                }
+            ))
+        })?;
+        if parsed.id != id {
+            return Err(CallError::Broken(format!(
+                "the adapter `{}` ({}) answered request {} when request {id} (`{op}`) was asked: {:?}",
+                self.command,
+                self.label,
+                parsed.id,
+                shorten(&answer)
+            )));
+        }
+        match (parsed.ok, parsed.error) {
+            (Some(ok), None) => Ok(ok),
+            (None, Some(error)) if error.kind == ErrorKind::Unsupported => Err(CallError::Broken(format!(
+                "the adapter `{}` ({}) does not support `{op}`: {}",
+                self.command, self.label, error.message
+            ))),
+            (None, Some(error)) => Err(CallError::Answered(error)),
+            _ => Err(CallError::Broken(format!(
+                "the adapter `{}` ({}) answered request {id} (`{op}`) with neither `ok` nor `error` (or both): {:?}",
+                self.command,
+                self.label,
+                shorten(&answer)
+            ))),
+        }
+    }
+
+    fn record(&self, request: &str, answer: &str) {
+        let mut log = self.log.borrow_mut();
+        let request = if log.run_dir.is_empty() {
+            request.trim_end().to_string()
+        } else {
+            request.trim_end().replace(&log.run_dir, "$RUN")
+        };
+        log.transcript.push(Exchange {
+            process: self.label.clone(),
+            request,
+            answer: answer.trim_end().to_string(),
+        });
+    }
+
+    /// Why the process is gone, once it is: its exit status or signal.
+    fn died(&mut self, op: &str) -> String {
+        let status = self.end_group();
+        let status = status.map_or_else(|| "status unknown".to_string(), describe_status);
+        self.set_end(&status);
+        format!(
+            "{}: the store process exited unasked during `{op}` ({status})",
+            self.label
+        )
+    }
+
+    /// Kills whatever is left of the process group and reaps all of it: when
+    /// this returns, no process of the group holds a file or a lock (a shell
+    /// between crashsim and the adapter included). The leader's wait status.
+    fn end_group(&mut self) -> Option<libc::c_int> {
+        if self.gone {
+            return None;
+        }
+        self.gone = true;
+        let group = self.child.id() as libc::pid_t;
+        // SAFETY: killpg only sends a signal; the group is the child's own
+        // (`process_group(0)`), so nothing else is hit.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+        let mut leader = None;
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: waits for a child in the group; `status` is valid.
+            let pid = unsafe { libc::waitpid(-group, &mut status, 0) };
+            if pid == group {
+                leader = Some(status);
+            } else if pid < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // ECHILD: every process of the group is reaped.
+                break;
+            }
+        }
+        leader
+    }
+
+    fn set_end(&self, end: &str) {
+        let mut log = self.log.borrow_mut();
+        if let Some(record) = log.processes.iter_mut().rev().find(|record| record.label == self.label) {
+            record.end.get_or_insert_with(|| end.to_string());
+        }
+    }
+
+    /// `SIGKILL` to the whole process group, then wait: the process (and
+    /// anything it started) is gone when this returns.
+    pub fn kill(&mut self) {
+        if !self.gone {
+            self.end_group();
+            self.set_end("killed");
+        }
+    }
+}
+
+impl Drop for AdapterProcess {
+    /// Every process ends killed: a kill at a kill point, or the end of the
+    /// run. An adapter never gets to clean up, and must not need to.
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A wait status in words.
+fn describe_status(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit code {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("wait status {status}")
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants (Linux), so
+/// that a process an adapter's shell started can be waited for too, and no
+/// lock outlives a kill.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: sets a flag of this process; no memory is passed.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+    });
+}
+
+/// The first 300 characters of an offending line.
+fn shorten(line: &str) -> String {
+    let line = line.trim_end();
+    match line.char_indices().nth(300) {
+        Some((index, _)) => format!("{}…", &line[..index]),
+        None => line.to_string(),
+    }
+}
+
+enum ReadError {
+    Eof,
+    Timeout,
+    Io(std::io::Error),
+}
+
+/// Lines from a child's stdout, with a time limit on each.
+struct Lines {
+    stdout: ChildStdout,
+    buffer: Vec<u8>,
+}
+
+impl Lines {
+    fn new(stdout: ChildStdout) -> Lines {
+        Lines {
+            stdout,
+            buffer: Vec::new(),
+        }
+    }
+
+    fn read_line(&mut self, timeout: Duration) -> Result<String, ReadError> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a wall-clock limit on an adapter's answer; it never steers a run whose store answers"
+        )]
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(end) = self.buffer.iter().position(|byte| *byte == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(ReadError::Timeout);
+            }
+            if !readable(&self.stdout, left).map_err(ReadError::Io)? {
+                return Err(ReadError::Timeout);
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            match self.stdout.read(&mut chunk) {
+                Ok(0) => return Err(ReadError::Eof),
+                Ok(read) => self.buffer.extend_from_slice(&chunk[..read]),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(ReadError::Io(error)),
+            }
+        }
+    }
+}
+
+/// Waits until `stdout` has something to read (or is closed), at most `left`.
+fn readable(stdout: &ChildStdout, left: Duration) -> std::io::Result<bool> {
+    let mut poll = libc::pollfd {
+        fd: stdout.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    loop {
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        match ready {
+            0 => return Ok(false),
+            n if n > 0 => return Ok(true),
+            _ => {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
+/// The folder of a run's adapter files: `adapter/` beside the databases.
+pub fn log_dir(store_path: &Path) -> PathBuf {
+    store_path.parent().unwrap_or(Path::new(".")).join("adapter")
+}

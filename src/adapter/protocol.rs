@@ -1,0 +1,196 @@
+//! The adapter protocol's messages (docs/adapter-protocol.md), shared by
+//! the client (`process`, `client`) and crashsim's own server (`serve`).
+//!
+//! A request is a JSON object with `id`, `op`, `tick` and the op's fields
+//! beside them; an answer has the request's `id` and either `ok` (the op's
+//! result) or `error` (`kind` and `message`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::store::{Granularity, JournalMode, SqliteSettings, StoreError, Synchronous};
+
+/// The version this crashsim speaks.
+pub const VERSION: u32 = 1;
+
+/// Why a process was started (the hello's `purpose`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    /// An actor's connection: `open` follows.
+    Actor,
+    /// Creates the schemas.
+    Setup,
+    /// The run's own read-only connection.
+    Observer,
+    /// Reads the final state.
+    Dump,
+    /// crashsim asks what the adapter is, before any seed runs.
+    Probe,
+    /// `crashsim bench`.
+    Bench,
+}
+
+/// One database's file and settings, as the hello states them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Database {
+    pub path: String,
+    pub journal_mode: JournalMode,
+    pub synchronous: Synchronous,
+    pub busy_timeout_ms: u32,
+}
+
+impl Database {
+    pub fn new(path: &std::path::Path, settings: &SqliteSettings) -> Database {
+        Database {
+            path: path.display().to_string(),
+            journal_mode: settings.journal_mode,
+            synchronous: settings.synchronous,
+            busy_timeout_ms: settings.busy_timeout_ms,
+        }
+    }
+
+    /// The settings to open with (crashsim's server side).
+    pub fn settings(&self) -> SqliteSettings {
+        SqliteSettings {
+            journal_mode: self.journal_mode,
+            synchronous: self.synchronous,
+            busy_timeout_ms: self.busy_timeout_ms,
+            vfs: None,
+        }
+    }
+}
+
+/// The hello's fields (beside `id`, `op` and `tick`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub crashsim: String,
+    pub purpose: Purpose,
+    pub actor: String,
+    pub incarnation: u32,
+    pub seed: u64,
+    pub store: Database,
+    pub receiver: Database,
+    pub hotel_failure: Fraction,
+}
+
+/// A ratio as two integers (the hello's `hotel_failure`), easier for an
+/// adapter to read than the scenario files' `"1/4"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fraction {
+    pub numerator: u32,
+    pub denominator: u32,
+}
+
+impl From<crate::ratio::Ratio> for Fraction {
+    fn from(ratio: crate::ratio::Ratio) -> Fraction {
+        Fraction {
+            numerator: ratio.numerator,
+            denominator: ratio.denominator,
+        }
+    }
+}
+
+impl Fraction {
+    pub fn ratio(self) -> crate::ratio::Ratio {
+        crate::ratio::Ratio::new(self.numerator, self.denominator.max(1))
+    }
+}
+
+/// What the adapter says it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub protocol: u32,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub roles: Served,
+}
+
+/// The roles an adapter serves, each with its granularity; a role left out
+/// is served by crashsim's reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Served {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<Granularity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<Granularity>,
+}
+
+impl Served {
+    pub fn describe(&self) -> String {
+        let part = |role: &str, granularity: Option<Granularity>| match granularity {
+            Some(Granularity::Step) => format!("{role} (step)"),
+            Some(Granularity::Call) => format!("{role} (call)"),
+            None => format!("{role} (crashsim's reference)"),
+        };
+        format!("{}, {}", part("store", self.store), part("receiver", self.receiver))
+    }
+}
+
+/// An error answer's `kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    Busy,
+    Conflict,
+    Invalid,
+    Failed,
+    Unsupported,
+}
+
+/// An error answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorAnswer {
+    pub kind: ErrorKind,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl ErrorAnswer {
+    /// How crashsim's own server reports a store error.
+    pub fn of(error: &StoreError) -> ErrorAnswer {
+        let kind = match error {
+            StoreError::Busy | StoreError::Pending => ErrorKind::Busy,
+            StoreError::Conflict { .. } => ErrorKind::Conflict,
+            StoreError::Invalid(_) => ErrorKind::Invalid,
+            _ => ErrorKind::Failed,
+        };
+        let message = match error {
+            StoreError::Invalid(message) => message.clone(),
+            other => other.to_string(),
+        };
+        ErrorAnswer { kind, message }
+    }
+}
+
+/// An answer line, as parsed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorAnswer>,
+}
+
+/// A request line: `id`, `op` and `tick`, then the op's fields.
+pub fn request_line(id: u64, op: &str, tick: u64, fields: Map<String, Value>) -> String {
+    let mut object = fields;
+    object.insert("id".to_string(), Value::from(id));
+    object.insert("op".to_string(), Value::from(op));
+    object.insert("tick".to_string(), Value::from(tick));
+    let mut line = serde_json::to_string(&Value::Object(object)).expect("JSON values serialise");
+    line.push('\n');
+    line
+}
+
+/// The fields of a serialisable value, for a request.
+pub fn fields<T: Serialize>(value: &T) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}

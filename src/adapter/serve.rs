@@ -1,0 +1,260 @@
+//! `crashsim serve NAME`: one of crashsim's own implementations (the
+//! reference, or a mutant) served over the adapter protocol, one connection
+//! per process, exactly as an outside store would be.
+//!
+//! This is what `--mode process` runs, so every process-mode test is a test
+//! of the protocol, and it is a working example of the server side for
+//! anyone writing an SDK in another language.
+
+use std::io::{BufRead, Write};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::protocol::{self, ErrorAnswer, ErrorKind, Hello, Identity, Served};
+use crate::model::Command;
+use crate::store::{Granularity, Implementation, Receiver, Request, Store, StoreError, System, SystemConfig, Who};
+
+/// What the process holds once `open` has run.
+enum Connection {
+    None,
+    Store(Box<dyn Store>),
+    Receiver(Box<dyn Receiver>),
+}
+
+struct Server<'a> {
+    name: String,
+    implementation: &'a dyn Implementation,
+    config: Option<(SystemConfig, String, u32)>,
+    connection: Connection,
+}
+
+/// Serves `name` on stdin and stdout until stdin closes; the exit code.
+pub fn main(name: &str) -> u8 {
+    let Some(implementation) = crate::mutants::resolve(name) else {
+        eprintln!("crashsim serve: unknown implementation {name:?}");
+        return 2;
+    };
+    if !implementation.in_process() || name == "group_commit" {
+        eprintln!("crashsim serve: {name} shares state between connections and cannot be served one per process");
+        return 2;
+    }
+    let mut server = Server {
+        name: name.to_string(),
+        implementation,
+        config: None,
+        connection: Connection::None,
+    };
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let answer = server.answer(&line);
+        if writeln!(stdout, "{answer}").and_then(|()| stdout.flush()).is_err() {
+            break;
+        }
+    }
+    0
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    id: u64,
+    op: String,
+}
+
+impl Server<'_> {
+    fn answer(&mut self, line: &str) -> Value {
+        let request: Value = match serde_json::from_str(line) {
+            Ok(value) => value,
+            Err(error) => return json!({ "id": 0, "error": failed(ErrorKind::Invalid, error.to_string()) }),
+        };
+        let Ok(envelope) = serde_json::from_value::<Envelope>(request.clone()) else {
+            return json!({ "id": 0, "error": failed(ErrorKind::Invalid, "no id or op".to_string()) });
+        };
+        match self.handle(&envelope.op, request) {
+            Ok(ok) => json!({ "id": envelope.id, "ok": ok }),
+            Err(error) => json!({ "id": envelope.id, "error": error }),
+        }
+    }
+
+    fn config(&self) -> Result<&SystemConfig, ErrorAnswer> {
+        match &self.config {
+            Some((config, _, _)) => Ok(config),
+            None => Err(ErrorAnswer {
+                kind: ErrorKind::Invalid,
+                message: "no hello yet".to_string(),
+            }),
+        }
+    }
+
+    fn system(&self) -> Result<Box<dyn System>, ErrorAnswer> {
+        self.implementation
+            .system(self.config()?)
+            .map_err(|error| ErrorAnswer::of(&error))
+    }
+
+    fn handle(&mut self, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
+        match op {
+            "hello" => {
+                let hello: Hello = parse(request)?;
+                let config = SystemConfig {
+                    store_path: hello.store.path.clone().into(),
+                    receiver_path: hello.receiver.path.clone().into(),
+                    store_sqlite: hello.store.settings(),
+                    receiver_sqlite: hello.receiver.settings(),
+                    hotel_failure: hello.hotel_failure.ratio(),
+                    seed: hello.seed,
+                    clock: crate::store::Clock::default(),
+                };
+                self.config = Some((config, hello.actor, hello.incarnation));
+                let identity = Identity {
+                    protocol: protocol::VERSION,
+                    name: self.name.clone(),
+                    version: Some(env!("CARGO_PKG_VERSION").to_string()),
+                    roles: Served {
+                        store: Some(Granularity::Step),
+                        receiver: Some(Granularity::Step),
+                    },
+                };
+                Ok(serde_json::to_value(identity).expect("identities serialise"))
+            }
+            "setup" => self.system().map(|_| json!({})),
+            "ping" => Ok(json!({})),
+            "dump" => {
+                let snapshot = self.system()?.dump().map_err(|error| ErrorAnswer::of(&error))?;
+                Ok(serde_json::to_value(snapshot).expect("dumps serialise"))
+            }
+            "open" => {
+                #[derive(Deserialize)]
+                struct Open {
+                    role: String,
+                }
+                let open: Open = parse(request)?;
+                let mut system = self.system()?;
+                let (_, actor, incarnation) = self.config.as_ref().expect("checked by system()");
+                let who = Who {
+                    actor,
+                    incarnation: *incarnation,
+                };
+                let (connection, synchronous) = match open.role.as_str() {
+                    "store" => {
+                        let store = system.open_store(&who).map_err(|error| ErrorAnswer::of(&error))?;
+                        let synchronous = store.synchronous();
+                        (Connection::Store(store), synchronous)
+                    }
+                    "receiver" => {
+                        let receiver = system.open_receiver(&who).map_err(|error| ErrorAnswer::of(&error))?;
+                        let synchronous = receiver.synchronous();
+                        (Connection::Receiver(receiver), synchronous)
+                    }
+                    other => return Err(failed(ErrorKind::Invalid, format!("no role {other:?}"))),
+                };
+                self.connection = connection;
+                Ok(json!({ "synchronous": synchronous }))
+            }
+            _ => match &mut self.connection {
+                Connection::Store(store) => store_op(&mut **store, op, request),
+                Connection::Receiver(receiver) => receiver_op(&mut **receiver, op, request),
+                Connection::None => Err(failed(ErrorKind::Unsupported, format!("`{op}` before `open`"))),
+            },
+        }
+    }
+}
+
+fn failed(kind: ErrorKind, message: String) -> ErrorAnswer {
+    ErrorAnswer { kind, message }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(request: Value) -> Result<T, ErrorAnswer> {
+    serde_json::from_value(request).map_err(|error| failed(ErrorKind::Invalid, error.to_string()))
+}
+
+fn of(error: StoreError) -> ErrorAnswer {
+    ErrorAnswer::of(&error)
+}
+
+#[derive(Deserialize)]
+struct Fields {
+    #[serde(default)]
+    workflow_id: String,
+    #[serde(default)]
+    expected_seq: u64,
+    #[serde(default)]
+    event_seq: u64,
+    #[serde(default)]
+    index: usize,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    payload: String,
+    #[serde(default)]
+    limit: usize,
+    #[serde(default)]
+    command_id: String,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    commands: Vec<Command>,
+}
+
+fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
+    let f: Fields = parse(request)?;
+    Ok(match op {
+        "load" => json!({ "events": store.load(&f.workflow_id).map_err(of)? }),
+        "heads" => json!({ "heads": store.heads().map_err(of)? }),
+        "commands" => json!({ "rows": store.commands(&f.workflow_id, f.event_seq).map_err(of)? }),
+        "pending" => json!({ "rows": store.pending(f.limit).map_err(of)? }),
+        "mark_done" => json!({ "changed": store.mark_done(&f.command_id, f.result.as_deref()).map_err(of)? }),
+        "begin" => store.begin().map(|()| json!({})).map_err(of)?,
+        "insert_event" => {
+            let seq = store
+                .insert_event(&f.workflow_id, f.expected_seq, &f.kind, &f.payload)
+                .map_err(of)?;
+            json!({ "seq": seq })
+        }
+        "insert_command" => {
+            let command = Command {
+                kind: f.kind,
+                payload: f.payload,
+            };
+            let id = store
+                .insert_command(&f.workflow_id, f.event_seq, f.index, &command)
+                .map_err(of)?;
+            json!({ "command_id": id })
+        }
+        "commit" => store.commit().map(|()| json!({})).map_err(of)?,
+        "rollback" => store.rollback().map(|()| json!({})).map_err(of)?,
+        "append" => {
+            let (seq, command_ids) = store
+                .append_with_commands(&f.workflow_id, f.expected_seq, &f.kind, &f.payload, &f.commands)
+                .map_err(of)?;
+            json!({ "seq": seq, "command_ids": command_ids })
+        }
+        other => return Err(failed(ErrorKind::Unsupported, format!("no store op `{other}`"))),
+    })
+}
+
+fn receiver_op(receiver: &mut dyn Receiver, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
+    #[derive(Deserialize)]
+    struct WithRequest {
+        request: Request,
+    }
+    let request = || parse::<WithRequest>(request.clone()).map(|with| with.request);
+    Ok(match op {
+        "begin" => receiver.begin().map(|()| json!({})).map_err(of)?,
+        "commit" => receiver.commit().map(|()| json!({})).map_err(of)?,
+        "rollback" => receiver.rollback().map(|()| json!({})).map_err(of)?,
+        "lookup" => serde_json::to_value(receiver.lookup(&request()?).map_err(of)?).expect("lookups serialise"),
+        "apply" => serde_json::to_value(receiver.apply(&request()?).map_err(of)?).expect("results serialise"),
+        "handle" => {
+            let handled = receiver.handle(&request()?).map_err(of)?;
+            let mut answer = serde_json::to_value(&handled.outcome).expect("outcomes serialise");
+            if let (Some(id), Value::Object(map)) = (handled.effect_id, &mut answer) {
+                map.insert("effect_id".to_string(), Value::from(id));
+            }
+            answer
+        }
+        other => return Err(failed(ErrorKind::Unsupported, format!("no receiver op `{other}`"))),
+    })
+}

@@ -1,0 +1,236 @@
+//! `AdapterSystem`: one run of an outside store. Every connection is a
+//! process of its own; the run's schema set-up and final dump are processes
+//! too. A role the adapter does not serve is served by the reference.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::client::{AdapterReceiver, AdapterStore, Connection};
+use super::process::{AdapterProcess, CallError, RunLog, SharedLog, log_dir};
+use super::protocol::{self, Database, Hello, Identity, Purpose, Served};
+use crate::store::receiver::ReferenceReceiver;
+use crate::store::reference::ReferenceStore;
+use crate::store::{Artifact, Receiver, Result, Snapshot, Store, StoreError, System, SystemConfig, Who};
+
+/// What a run needs to start processes.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub command: String,
+    pub timeout: Duration,
+    pub served: Served,
+}
+
+pub struct AdapterSystem {
+    launch: Launch,
+    config: SystemConfig,
+    log: SharedLog,
+    /// Processes started, for unique labels of the run's own processes.
+    started: u64,
+}
+
+/// The hello of a process of this run.
+pub fn hello(config: &SystemConfig, purpose: Purpose, who: &Who<'_>) -> Value {
+    let hello = Hello {
+        protocol: protocol::VERSION,
+        crashsim: env!("CARGO_PKG_VERSION").to_string(),
+        purpose,
+        actor: who.actor.to_string(),
+        incarnation: who.incarnation,
+        seed: config.seed,
+        store: Database::new(&config.store_path, &config.store_sqlite),
+        receiver: Database::new(&config.receiver_path, &config.receiver_sqlite),
+        hotel_failure: config.hotel_failure.into(),
+    };
+    Value::Object(protocol::fields(&hello))
+}
+
+/// Checks a hello's answer: the version, and the roles the probe saw.
+pub fn check_identity(ok: Value, command: &str, label: &str) -> std::result::Result<Identity, CallError> {
+    let identity: Identity = serde_json::from_value(ok.clone()).map_err(|error| {
+        CallError::Broken(format!(
+            "the adapter `{command}` ({label}) answered `hello` with {ok}, which is not a handshake ({error})"
+        ))
+    })?;
+    if identity.protocol != protocol::VERSION {
+        return Err(CallError::Broken(format!(
+            "the adapter `{command}` speaks adapter protocol version {}; this crashsim speaks version {}",
+            identity.protocol,
+            protocol::VERSION
+        )));
+    }
+    Ok(identity)
+}
+
+impl AdapterSystem {
+    /// Starts a run: creates the schemas (the adapter's, and the reference's
+    /// for a role it does not serve).
+    pub fn create(launch: Launch, config: &SystemConfig) -> Result<AdapterSystem> {
+        let dir = log_dir(&config.store_path);
+        std::fs::create_dir_all(&dir).map_err(|error| StoreError::Broken(format!("{}: {error}", dir.display())))?;
+        let run_dir = config
+            .store_path
+            .parent()
+            .map(|parent| parent.display().to_string())
+            .unwrap_or_default();
+        let log = Rc::new(RefCell::new(RunLog {
+            dir,
+            run_dir,
+            ..RunLog::default()
+        }));
+        let mut system = AdapterSystem {
+            launch,
+            config: config.clone(),
+            log,
+            started: 0,
+        };
+        if system.launch.served.store.is_none() {
+            ReferenceStore::create_schema(&config.store_path, &config.store_sqlite)?;
+        }
+        if system.launch.served.receiver.is_none() {
+            ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
+        }
+        let mut setup = system.start(Purpose::Setup, "setup", 0)?;
+        setup
+            .call("setup", 0, serde_json::Map::new())
+            .map_err(CallError::into_store_error)?;
+        Ok(system)
+    }
+
+    /// Starts a process and shakes hands.
+    fn start(&mut self, purpose: Purpose, actor: &str, incarnation: u32) -> Result<AdapterProcess> {
+        self.started += 1;
+        let label = match purpose {
+            Purpose::Actor => format!("{actor}.{incarnation}"),
+            _ => format!("{actor}.{}", self.started),
+        };
+        let mut process = AdapterProcess::spawn(&self.launch.command, &label, self.launch.timeout, &self.log)
+            .map_err(CallError::into_store_error)?;
+        let who = Who { actor, incarnation };
+        let fields = match hello(&self.config, purpose, &who) {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let ok = process
+            .call("hello", self.config.clock.now(), fields)
+            .map_err(CallError::into_store_error)?;
+        let identity = check_identity(ok, &self.launch.command, &label).map_err(CallError::into_store_error)?;
+        if identity.roles != self.launch.served {
+            return Err(StoreError::Broken(format!(
+                "the adapter `{}` ({label}) now serves {}, but served {} when crashsim started",
+                self.launch.command,
+                identity.roles.describe(),
+                self.launch.served.describe()
+            )));
+        }
+        Ok(process)
+    }
+
+    /// A process for `who`'s connection in `role`, opened.
+    fn open(&mut self, who: &Who<'_>, role: &str) -> Result<Connection> {
+        let purpose = if who.actor == "observer" {
+            Purpose::Observer
+        } else {
+            Purpose::Actor
+        };
+        let mut process = self.start(purpose, who.actor, who.incarnation)?;
+        let tick = self.config.clock.now();
+        #[derive(serde::Deserialize)]
+        struct Opened {
+            synchronous: Option<u8>,
+        }
+        let fields = protocol::fields(&json!({ "role": role }));
+        let ok = process
+            .call("open", tick, fields)
+            .map_err(CallError::into_store_error)?;
+        let opened: Opened = serde_json::from_value(ok.clone()).map_err(|error| {
+            StoreError::Broken(format!(
+                "the adapter `{}` answered `open` with {ok} ({error})",
+                self.launch.command
+            ))
+        })?;
+        Ok(Connection::new(process, self.config.clock.clone(), opened.synchronous))
+    }
+}
+
+impl System for AdapterSystem {
+    fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>> {
+        if self.launch.served.store.is_none() {
+            return Ok(Box::new(ReferenceStore::open(
+                &self.config.store_path,
+                &self.config.store_sqlite,
+            )?));
+        }
+        Ok(Box::new(AdapterStore::new(self.open(who, "store")?)))
+    }
+
+    fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>> {
+        if self.launch.served.receiver.is_none() {
+            return Ok(Box::new(ReferenceReceiver::open(
+                &self.config.receiver_path,
+                &self.config.receiver_sqlite,
+                self.config.hotel_failure,
+            )?));
+        }
+        Ok(Box::new(AdapterReceiver::new(self.open(who, "receiver")?)))
+    }
+
+    fn dump(&mut self) -> Result<Snapshot> {
+        let mut process = self.start(Purpose::Dump, "dump", 0)?;
+        let ok = process
+            .call("dump", self.config.clock.now(), serde_json::Map::new())
+            .map_err(CallError::into_store_error)?;
+        drop(process);
+        let dumped: Snapshot = serde_json::from_value(ok).map_err(|error| {
+            StoreError::Broken(format!(
+                "the adapter `{}` answered `dump` with something that is not a dump ({error})",
+                self.launch.command
+            ))
+        })?;
+        let served = self.launch.served;
+        Ok(match (served.store, served.receiver) {
+            (Some(_), Some(_)) => dumped,
+            (Some(_), None) => {
+                let mut snapshot = dumped;
+                snapshot.merge(Snapshot::read_receiver(&self.config.receiver_path, None)?);
+                snapshot
+            }
+            (None, _) => {
+                let mut snapshot = Snapshot::read_store(&self.config.store_path, None)?;
+                snapshot.merge(dumped);
+                snapshot
+            }
+        })
+    }
+
+    fn artifacts(&mut self) -> Vec<Artifact> {
+        let log = self.log.borrow();
+        let mut artifacts = Vec::new();
+        let transcript: String = log
+            .transcript
+            .iter()
+            .map(|exchange| serde_json::to_string(exchange).expect("exchanges serialise") + "\n")
+            .collect();
+        artifacts.push(Artifact {
+            name: "adapter/transcript.jsonl".to_string(),
+            content: transcript.into_bytes(),
+        });
+        let processes = serde_json::to_string_pretty(&log.processes).expect("records serialise") + "\n";
+        artifacts.push(Artifact {
+            name: "adapter/processes.json".to_string(),
+            content: processes.into_bytes(),
+        });
+        for record in &log.processes {
+            let content = std::fs::read(&record.stderr).unwrap_or_default();
+            if !content.is_empty() {
+                artifacts.push(Artifact {
+                    name: format!("adapter/{}.stderr", record.label),
+                    content,
+                });
+            }
+        }
+        artifacts
+    }
+}

@@ -1,0 +1,277 @@
+//! An actor's lives (boot, kill, restart), the run's phases and scripted
+//! faults, power cuts and their recovery, and settling.
+
+use super::{Event, Life, Phase, Simulator};
+use crate::actors::{Actor, ActorId, Next};
+use crate::sim::faults::{Fault, Injected};
+use crate::sim::power::{Power, Recovery};
+use crate::store::{Snapshot, StoreError, Who};
+use crate::trace::Op;
+use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
+
+impl Simulator<'_> {
+    pub(super) fn boot(&mut self, slot: usize) -> Next {
+        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
+        let Some(system) = self.system.as_deref_mut() else {
+            return self.boot_failed(id, "the databases are not recovered".to_string());
+        };
+        let name = id.to_string();
+        let who = Who {
+            actor: &name,
+            incarnation,
+        };
+        match Actor::open(id.role, system, &who) {
+            Ok(actor) => {
+                // Read back what the new connection really runs with: the
+                // per-connection PRAGMAs must be applied on every open (I9).
+                let synchronous = actor.synchronous();
+                self.booted(slot, actor, synchronous)
+            }
+            Err(StoreError::Busy) => self.boot_busy(id),
+            Err(StoreError::Broken(message)) => Next::Abort(message),
+            Err(StoreError::Died(cause)) => {
+                self.record(
+                    id,
+                    Op::Died {
+                        step: "open".to_string(),
+                        cause,
+                    },
+                );
+                Next::Crash
+            }
+            Err(error) => self.boot_failed(id, error.to_string()),
+        }
+    }
+
+    fn booted(&mut self, slot: usize, actor: Actor, synchronous: Option<u8>) -> Next {
+        let (id, incarnation) = (self.slots[slot].id, self.slots[slot].incarnation);
+        self.slots[slot].life = Life::Up(Box::new(actor));
+        self.record(
+            id,
+            Op::Open {
+                incarnation,
+                synchronous,
+            },
+        );
+        Next::Continue
+    }
+
+    fn boot_busy(&mut self, id: ActorId) -> Next {
+        self.record(
+            id,
+            Op::Busy {
+                step: "open".to_string(),
+            },
+        );
+        Next::Busy
+    }
+
+    fn boot_failed(&mut self, id: ActorId, error: String) -> Next {
+        self.record(
+            id,
+            Op::Failed {
+                step: "open".to_string(),
+                error,
+            },
+        );
+        Next::Sleep(self.world.timing.poll_ticks)
+    }
+
+    /// Kills the actor: its connection closes (an open transaction rolls
+    /// back) and its memory is gone. It restarts after a seeded delay.
+    pub(super) fn kill(&mut self, slot: usize, point: &str) {
+        let entry = &mut self.slots[slot];
+        if matches!(entry.life, Life::Down) {
+            return;
+        }
+        entry.life = Life::Down;
+        entry.incarnation += 1;
+        entry.token += 1;
+        entry.waiting = false;
+        let (id, incarnation) = (entry.id, entry.incarnation);
+        self.record(
+            id,
+            Op::Kill {
+                point: point.to_string(),
+            },
+        );
+        let timing = &self.world.timing;
+        let delay = match self.phase {
+            Phase::Faults => self.slots[slot]
+                .sched
+                .range_inclusive(timing.restart_ticks_min, timing.restart_ticks_max),
+            Phase::Quiet => 1,
+        };
+        self.queue
+            .push(self.now + delay.max(1), Event::Restart { slot, incarnation });
+    }
+
+    pub(super) fn restart(&mut self, slot: usize, incarnation: u32) {
+        let entry = &mut self.slots[slot];
+        if entry.incarnation != incarnation || !matches!(entry.life, Life::Down) {
+            return;
+        }
+        entry.life = Life::Booting;
+        let id = entry.id;
+        self.record(id, Op::Restart { incarnation });
+        let delay = self.step_delay(slot);
+        self.wake(slot, delay);
+    }
+
+    pub(super) fn quiet(&mut self) {
+        self.phase = Phase::Quiet;
+        if let Some(power) = &mut self.power {
+            self.fault_points = Some(power.quiet());
+        }
+        self.record(ActorId::SIM, Op::Quiet);
+        for slot in 0..self.slots.len() {
+            let entry = &self.slots[slot];
+            if matches!(entry.life, Life::Down) {
+                let incarnation = entry.incarnation;
+                self.queue.push(self.now + 1, Event::Restart { slot, incarnation });
+            }
+        }
+    }
+
+    pub(super) fn script(&mut self, index: usize) {
+        let Some(target) = self.scenario.script[index].kill.clone() else {
+            if let Some(power) = &mut self.power {
+                power.script();
+            }
+            return;
+        };
+        let targets = self.scenario.kill_targets(&target).unwrap_or_default();
+        for (role, actor) in targets {
+            if let Some(slot) = self.slot_of(ActorId::new(role, actor)) {
+                self.kill(slot, "script");
+            }
+        }
+    }
+
+    /// The power went out: every actor dies at once, the files are rewritten
+    /// as the disk model leaves them, and what recovery finds is recorded for
+    /// the checkers (I9, I4). Then the run goes on: actors restart as after
+    /// kills and recover from what survived.
+    pub(super) fn power_cut(&mut self) {
+        let Some(point) = self.power.as_ref().and_then(Power::cut) else {
+            return;
+        };
+        let model = self.scenario.power.model.name().to_string();
+        self.record(ActorId::SIM, Op::PowerCut { point, model });
+        // Their connections close with the power out: nothing more is written.
+        self.observer = None;
+        for slot in 0..self.slots.len() {
+            if !matches!(self.slots[slot].life, Life::Down) {
+                self.kill(slot, "power_cut");
+            }
+        }
+        self.system = None;
+        let power = self.power.as_mut().expect("checked above");
+        let vfs = power.vfs.name();
+        match power.restore(point) {
+            Ok((drawn, restored)) => {
+                if drawn {
+                    self.injected.push(Injected {
+                        tick: self.now,
+                        fault: Fault::PowerCut { point },
+                    });
+                }
+                self.record(
+                    ActorId::SIM,
+                    Op::Restored {
+                        kept: restored.kept,
+                        lost: restored.lost,
+                        torn: restored.torn,
+                    },
+                );
+            }
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "restore".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+        match Snapshot::read_via(&self.store_path, &self.receiver_path, Some(vfs)) {
+            Ok(snapshot) => {
+                self.record(
+                    ActorId::SIM,
+                    Op::Recovered {
+                        events: snapshot.events.len(),
+                        outbox: snapshot.outbox.len(),
+                        effects: snapshot.effects.len(),
+                        store_integrity: snapshot.store_integrity.clone(),
+                        receiver_integrity: snapshot.receiver_integrity.clone(),
+                    },
+                );
+                self.recoveries.push(Recovery {
+                    tick: self.now,
+                    point,
+                    snapshot,
+                });
+            }
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "recovery".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+        match self.implementation.system(&self.config) {
+            Ok(mut system) => {
+                self.observer = system.open_store(&super::OBSERVER).ok();
+                self.system = Some(system);
+            }
+            Err(error) => {
+                let op = Op::Failed {
+                    step: "recovery".to_string(),
+                    error: error.to_string(),
+                };
+                self.record(ActorId::SIM, op);
+            }
+        }
+    }
+
+    pub(super) fn settle_check(&mut self) {
+        if self.is_settled() {
+            self.settled = true;
+            self.record(ActorId::SIM, Op::Settled);
+        } else {
+            self.queue
+                .push(self.now + self.scenario.run.settle_check_ticks, Event::SettleCheck);
+        }
+    }
+
+    /// Nothing in flight, every live actor idle, every workflow terminal and
+    /// the outbox drained. The cheap in-memory tests go first; the store is
+    /// asked through the run's own connection, as the actors ask it.
+    fn is_settled(&mut self) -> bool {
+        if self.in_flight > 0 {
+            return false;
+        }
+        let busy = self.slots.iter().any(|slot| match &slot.life {
+            Life::Up(actor) => !actor.is_idle(),
+            Life::Booting | Life::Down => false,
+        });
+        if busy {
+            return false;
+        }
+        let Some(observer) = self.observer.as_deref_mut() else {
+            return false;
+        };
+        // A failed read (a broken file, a store that is down) is not settled.
+        if !observer.pending(1).is_ok_and(|rows| rows.is_empty()) {
+            return false;
+        }
+        let Ok(heads) = observer.heads() else {
+            return false;
+        };
+        let terminal = heads
+            .iter()
+            .filter(|head| head.kind == HOTEL_BOOKED || head.kind == HOTEL_FAILED)
+            .count();
+        terminal == self.world.trips.len()
+    }
+}
