@@ -71,8 +71,9 @@ A minimal store (see example_store.py for a complete one)::
 
 stdout is the protocol channel and nothing else: `serve` keeps the real
 channel to itself and points file descriptor 1 and `sys.stdout` at stderr,
-so a stray `print()` lands in the process's stderr file instead of breaking
-the run; standard input is replaced by /dev/null for the same reason.
+so a stray `print()` (or a child process's output) lands in the process's
+stderr file instead of breaking the run; standard input is replaced by
+/dev/null for the same reason. Print nothing to stdout before `serve`.
 """
 
 from .effect import (
@@ -80,6 +81,7 @@ from .effect import (
     command_id,
     core_digest,
     decode_payload,
+    fnv1a64,
     hotel_sold_out,
     perform,
 )
@@ -91,6 +93,7 @@ from .settings import (
     EVENT,
     HEAD,
     OUTBOX,
+    SYNCHRONOUS_LEVELS,
     Database,
     Request,
     Settings,
@@ -104,6 +107,7 @@ __all__ = [
     "HEAD",
     "OUTBOX",
     "PROTOCOL",
+    "SYNCHRONOUS_LEVELS",
     "AdapterError",
     "Busy",
     "Conflict",
@@ -118,6 +122,7 @@ __all__ = [
     "core_digest",
     "decode_payload",
     "error_kind",
+    "fnv1a64",
     "hotel_sold_out",
     "now",
     "perform",

@@ -55,14 +55,19 @@ def _field(fields, name):
         raise Invalid(f'payload lacks the field "{name}"') from None
 
 
+def fnv1a64(data):
+    """FNV-1a, 64-bit, over `data` (bytes)."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
 def hotel_sold_out(trip_id, city, hotel_failure):
     """Whether the hotel is sold out: FNV-1a (64-bit) over `trip_id|city`,
     modulo the denominator, below the numerator."""
     numerator, denominator = _ratio(hotel_failure)
-    value = 0xCBF29CE484222325
-    for byte in f"{trip_id}|{city}".encode():
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value % denominator < numerator
+    return fnv1a64(f"{trip_id}|{city}".encode()) % denominator < numerator
 
 
 def _ratio(ratio):

@@ -340,8 +340,13 @@ class _Server:
                 continue
             ident = op = None
             try:
-                request = loads(line, object_pairs_hook=hook)
-                ident, op = request.get("id"), request.get("op")
+                try:
+                    request = loads(line, object_pairs_hook=hook)
+                    ident, op = request.get("id"), request.get("op")
+                except (ValueError, AttributeError):
+                    raise Invalid(
+                        f"not a JSON request object: {line[:200]!r}"
+                    ) from None
                 _tick = request.get("tick", _tick)
                 handler = ops.get(op)
                 if handler is None:
@@ -371,8 +376,9 @@ def _take_channel():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    # Whatever user code printed before `serve` is still in sys.stdout's
-    # buffer: it now goes to stderr too.
+    # What user code printed before `serve` and is still in sys.stdout's
+    # buffer goes to stderr too (with PYTHONUNBUFFERED it has already gone
+    # to the channel: print nothing before `serve`).
     sys.stdout.flush()
     sys.stdout = sys.stderr
     return os.fdopen(channel_in, "rb"), os.fdopen(channel_out, "wb")
