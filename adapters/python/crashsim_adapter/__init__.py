@@ -6,41 +6,64 @@ owns that loop (the handshake, the dispatch, the error kinds, the canonical
 dump), so a store written with it writes only the store operations. It uses
 the standard library only.
 
-A minimal store (see example_store.py for a complete one)::
+A store is two classes (see example_store.py for a complete one)::
 
     import crashsim_adapter as ca
 
     class Store:
-        def __init__(self, settings):      # at `open`, role "store"
+        def __init__(self, settings):  # at `open` with role "store"
             self.connection = ca.connect(settings.store)
 
         @classmethod
-        def setup(cls, settings): ...      # create the schema (optional)
+        def setup(cls, settings): ...  # create the schema (optional)
 
         @classmethod
-        def dump(cls, settings):           # read the tables on a new connection
+        def dump(cls, settings):  # read the tables on a new connection
             return {"events": [...], "outbox": [...], "store_integrity": "ok"}
 
-        def load(self, workflow_id): ...   # rows as tuples or dicts
-        def heads(self): ...
-        def commands(self, workflow_id, event_seq): ...
-        def pending(self, limit): ...
-        def mark_done(self, command_id, result): ...   # -> bool
-        # Step granularity: begin, insert_event (-> seq, raise ca.Conflict if
-        # stale), insert_command (-> command id), commit, rollback. Or only
-        # append(workflow_id, expected_seq, kind, payload, commands) ->
-        # (seq, command_ids), with commands as (kind, payload) pairs: call.
+        # Reads (rows as tuples in protocol order, or dicts):
+        def load(self, workflow_id): ...  # events, by seq
+        def heads(self): ...  # by workflow_id
+        def commands(self, workflow_id, event_seq): ...  # outbox rows, by index
+        def pending(self, limit): ...  # outbox rows, oldest commit first
+        def mark_done(self, command_id, result): ...  # -> bool: changed
+
+        # Step granularity: one method per request.
+        def begin(self): ...  # BEGIN IMMEDIATE
+        def insert_event(self, workflow_id, expected_seq, kind, payload):
+            ...  # -> expected_seq + 1, or raise ca.Conflict
+        def insert_command(self, workflow_id, event_seq, index, kind, payload):
+            ...  # -> command id
+        def commit(self): ...
+        def rollback(self): ...  # nothing to do without a transaction
+
+        # Call granularity: this instead of the five above (commands are
+        # (kind, payload) pairs).
+        def append(self, workflow_id, expected_seq, kind, payload, commands):
+            ...  # -> (seq, command_ids)
 
     class Receiver:
         def __init__(self, settings): ...  # settings.receiver, .hotel_failure
+
         @classmethod
         def setup(cls, settings): ...
+
         @classmethod
-        def dump(cls, settings):           # effects, dedup, receiver_integrity
-            ...
-        # Step: begin, lookup(request) -> ("new" | "seen" | "conflict", result),
-        # apply(request) -> (effect_id, result), commit, rollback.
-        # Or only handle(request) -> (outcome, result, effect_id): call.
+        def dump(cls, settings):
+            return {"effects": [...], "dedup": [...], "receiver_integrity": "ok"}
+
+        # Step granularity (`request` is a ca.Request: key, kind, payload,
+        # attempt, sent_tick):
+        def begin(self): ...
+        def lookup(self, request): ...  # -> ("new"|"seen"|"conflict", result)
+        def apply(self, request): ...  # -> (effect_id, result); ca.perform
+        def commit(self): ...
+        def rollback(self): ...
+
+        # Call granularity: this instead.
+        def handle(self, request):
+            ...  # -> ("applied", result, effect_id) | ("duplicate", result,
+            #         None) | ("conflict", None, None)
 
     if __name__ == "__main__":
         ca.serve(store=Store, receiver=Receiver, name="my_store", version="1.0")
@@ -68,6 +91,10 @@ A minimal store (see example_store.py for a complete one)::
 - `perform`, `canonical`, `core_digest`, `command_id` compute what
   crashsim's reference computes, byte for byte; `now()` is the current
   request's simulated tick (never read the wall clock).
+
+Modules: `protocol` (the loop, `serve`), `settings` (the hello, `connect`,
+row shapes), `effect` (the business effect, canonical JSON, digests),
+`errors` (the error kinds).
 
 stdout is the protocol channel and nothing else: `serve` keeps the real
 channel to itself and points file descriptor 1 and `sys.stdout` at stderr,

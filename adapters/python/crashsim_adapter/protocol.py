@@ -361,6 +361,10 @@ class _Server:
             except UnicodeEncodeError:
                 # A lone surrogate cannot be UTF-8; its JSON escape can.
                 data = json.dumps(answer, separators=(",", ":")).encode()
+            except (TypeError, ValueError) as exc:
+                # The operation returned something JSON cannot carry.
+                error = self.error(exc, op)
+                data = json.dumps({"id": ident, "error": error}).encode()
             writer.write(data + b"\n")
             writer.flush()
 

@@ -64,6 +64,18 @@ class ErrorTest(AdapterCase):
         self.assertIn("RuntimeError: boom", toy.stderr())
         self.assertEqual(toy.close(), 0)  # stdin closed: serve returns
 
+    def test_an_answer_json_cannot_carry_is_failed(self):
+        toy = self.spawn("step", script=TOY)
+        toy.ok("open", role="store")
+        toy.ok("begin")
+        fields = dict(workflow_id="w", event_seq=1, index=0, payload="{}")
+        failed = toy.error("insert_command", kind="bytes", **fields)
+        self.assertEqual(failed["kind"], "failed")
+        self.assertIn("bytes is not JSON serializable", failed["message"])
+        self.assertEqual(
+            toy.ok("insert_command", kind="ok", **fields), {"command_id": "w:1:0"}
+        )
+
     def test_role_operations_before_open_are_invalid(self):
         toy = self.spawn("step", script=TOY)
         self.assertEqual(toy.error("heads")["kind"], "invalid")
