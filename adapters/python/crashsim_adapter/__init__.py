@@ -1,0 +1,157 @@
+"""crashsim_adapter: the Python side of crashsim's adapter protocol, version 1.
+
+crashsim (see docs/adapter-protocol.md) drives a store under test over JSON
+Lines on the process's stdin and stdout, one request at a time. This module
+owns that loop (the handshake, the dispatch, the error kinds, the canonical
+dump), so a store written with it writes only the store operations. It uses
+the standard library only.
+
+A store is two classes (see example_store.py for a complete one)::
+
+    import crashsim_adapter as ca
+
+    class Store:
+        def __init__(self, settings):  # at `open` with role "store"
+            self.connection = ca.connect(settings.store)
+
+        @classmethod
+        def setup(cls, settings): ...  # create the schema (optional)
+
+        @classmethod
+        def dump(cls, settings):  # read the tables on a new connection
+            return {"events": [...], "outbox": [...], "store_integrity": "ok"}
+
+        # Reads (rows as tuples in protocol order, or dicts):
+        def load(self, workflow_id): ...  # events, by seq
+        def heads(self): ...  # by workflow_id
+        def commands(self, workflow_id, event_seq): ...  # outbox rows, by index
+        def pending(self, limit): ...  # outbox rows, oldest commit first
+        def mark_done(self, command_id, result): ...  # -> bool: changed
+
+        # Step granularity: one method per request.
+        def begin(self): ...  # BEGIN IMMEDIATE
+        def insert_event(self, workflow_id, expected_seq, kind, payload):
+            ...  # -> expected_seq + 1, or raise ca.Conflict
+        def insert_command(self, workflow_id, event_seq, index, kind, payload):
+            ...  # -> command id
+        def commit(self): ...
+        def rollback(self): ...  # nothing to do without a transaction
+
+        # Call granularity: this instead of the five above (commands are
+        # (kind, payload) pairs).
+        def append(self, workflow_id, expected_seq, kind, payload, commands):
+            ...  # -> (seq, command_ids)
+
+    class Receiver:
+        def __init__(self, settings): ...  # settings.receiver, .hotel_failure
+
+        @classmethod
+        def setup(cls, settings): ...
+
+        @classmethod
+        def dump(cls, settings):
+            return {"effects": [...], "dedup": [...], "receiver_integrity": "ok"}
+
+        # Step granularity (`request` is a ca.Request: key, kind, payload,
+        # attempt, sent_tick):
+        def begin(self): ...
+        def lookup(self, request): ...  # -> ("new"|"seen"|"conflict", result)
+        def apply(self, request): ...  # -> (effect_id, result); ca.perform
+        def commit(self): ...
+        def rollback(self): ...
+
+        # Call granularity: this instead.
+        def handle(self, request):
+            ...  # -> ("applied", result, effect_id) | ("duplicate", result,
+            #         None) | ("conflict", None, None)
+
+    if __name__ == "__main__":
+        ca.serve(store=Store, receiver=Receiver, name="my_store", version="1.0")
+
+- `serve(store=None, receiver=None, *, name, version, granularity)` serves
+  the roles given (a role left out is served by crashsim's reference). Each
+  role's granularity is `step` if its class has every step method, else
+  `call`; `granularity="call"` (or a dict per role) forces it. The SDK
+  answers `append` and `handle` for step classes too, by composing the steps
+  (rolling back on error), unless the class defines its own.
+- `settings` carries the hello: `settings.store` and `settings.receiver` are
+  `Database`s (`path`, `journal_mode`, `synchronous`, `busy_timeout_ms`),
+  `settings.hotel_failure` a `(numerator, denominator)` pair, and
+  `settings.hello` the request itself. `connect(database)` opens a sqlite3
+  connection with all of them applied (autocommit, explicit transactions).
+- `open` answers the level that `PRAGMA synchronous` reads back on the
+  object's `connection` attribute (or what its `synchronous()` method says).
+- Rows may be tuples in the protocol's field order (the order of `EVENT`,
+  `HEAD`, `OUTBOX`, `EFFECT`, `DEDUP` below) or dicts.
+- Errors: raise `Conflict` for a stale append, `Invalid` for bad input,
+  `Busy` if you detect contention yourself; a sqlite3 error with code
+  SQLITE_BUSY or SQLITE_LOCKED is answered `busy`, and any other exception
+  `failed` (its traceback goes to stderr). The loop keeps serving after
+  every error answer.
+- `perform`, `canonical`, `core_digest`, `command_id` compute what
+  crashsim's reference computes, byte for byte; `now()` is the current
+  request's simulated tick (never read the wall clock).
+
+Modules: `protocol` (the loop, `serve`), `settings` (the hello, `connect`,
+row shapes), `effect` (the business effect, canonical JSON, digests),
+`errors` (the error kinds).
+
+stdout is the protocol channel and nothing else: `serve` keeps the real
+channel to itself and points file descriptor 1 and `sys.stdout` at stderr,
+so a stray `print()` (or a child process's output) lands in the process's
+stderr file instead of breaking the run; standard input is replaced by
+/dev/null for the same reason. Print nothing to stdout before `serve`.
+"""
+
+from .effect import (
+    canonical,
+    command_id,
+    core_digest,
+    decode_payload,
+    fnv1a64,
+    hotel_sold_out,
+    perform,
+)
+from .errors import AdapterError, Busy, Conflict, Invalid, Unsupported, error_kind
+from .protocol import PROTOCOL, now, serve
+from .settings import (
+    DEDUP,
+    EFFECT,
+    EVENT,
+    HEAD,
+    OUTBOX,
+    SYNCHRONOUS_LEVELS,
+    Database,
+    Request,
+    Settings,
+    connect,
+)
+
+__all__ = [
+    "DEDUP",
+    "EFFECT",
+    "EVENT",
+    "HEAD",
+    "OUTBOX",
+    "PROTOCOL",
+    "SYNCHRONOUS_LEVELS",
+    "AdapterError",
+    "Busy",
+    "Conflict",
+    "Database",
+    "Invalid",
+    "Request",
+    "Settings",
+    "Unsupported",
+    "canonical",
+    "command_id",
+    "connect",
+    "core_digest",
+    "decode_payload",
+    "error_kind",
+    "fnv1a64",
+    "hotel_sold_out",
+    "now",
+    "perform",
+    "serve",
+]

@@ -1,0 +1,411 @@
+"""The protocol loop: the handshake, the dispatch of each operation to the
+role's object, the error answers, the canonical dump, and the private channel.
+"""
+
+import json
+import os
+import sys
+
+from .errors import Invalid, Unsupported, error_kind
+from .settings import DEDUP, EFFECT, EVENT, HEAD, OUTBOX, Request, Settings
+
+PROTOCOL = 1
+
+STEP_METHODS = {
+    "store": ("begin", "insert_event", "insert_command", "commit", "rollback"),
+    "receiver": ("begin", "lookup", "apply", "commit", "rollback"),
+}
+WHOLE_METHOD = {"store": "append", "receiver": "handle"}
+READ_METHODS = {
+    "store": ("load", "heads", "commands", "pending", "mark_done", "dump"),
+    "receiver": ("dump",),
+}
+
+
+_tick = 0
+
+
+def now():
+    """The simulated time (`tick`) of the request being answered."""
+    return _tick
+
+
+# ---------------------------------------------------------------- rows
+
+
+def _objects(fields, rows):
+    return [
+        row if isinstance(row, dict) else dict(zip(fields, row, strict=True))
+        for row in rows
+    ]
+
+
+def _outbox(rows):
+    rows = _objects(OUTBOX, rows)
+    for row in rows:
+        row["done"] = bool(row["done"])
+    return rows
+
+
+def _integrity(value):
+    return value if isinstance(value, str) else "; ".join(map(str, value))
+
+
+class _Message(dict):
+    """A decoded request: a missing field is the request's fault (`invalid`)."""
+
+    __slots__ = ()
+
+    def __missing__(self, name):
+        raise Invalid(f"the request lacks the field {name!r}")
+
+
+# ---------------------------------------------------------------- roles
+
+
+def _compose_append(store):
+    def append(workflow_id, expected_seq, kind, payload, commands):
+        store.begin()
+        try:
+            seq = store.insert_event(workflow_id, expected_seq, kind, payload)
+            ids = [
+                store.insert_command(workflow_id, seq, index, command_kind, body)
+                for index, (command_kind, body) in enumerate(commands)
+            ]
+            store.commit()
+        except BaseException:
+            _quiet_rollback(store)
+            raise
+        return seq, ids
+
+    return append
+
+
+def _compose_handle(receiver):
+    def handle(request):
+        receiver.begin()
+        try:
+            found, result = receiver.lookup(request)
+            if found == "new":
+                effect_id, result = receiver.apply(request)
+                receiver.commit()
+                return "applied", result, effect_id
+            receiver.rollback()
+        except BaseException:
+            _quiet_rollback(receiver)
+            raise
+        if found == "seen":
+            return "duplicate", result, None
+        if found == "conflict":
+            return "conflict", None, None
+        raise TypeError(f"lookup answered {found!r}, not new, seen or conflict")
+
+    return handle
+
+
+def _quiet_rollback(role):
+    # The transaction may still be open; the original error is the one to report.
+    try:
+        role.rollback()
+    except Exception:
+        pass
+
+
+def _store_ops(store, granularity):
+    def append(r):
+        commands = [(c["kind"], c["payload"]) for c in r.get("commands") or ()]
+        seq, ids = whole(
+            r["workflow_id"], r["expected_seq"], r["kind"], r["payload"], commands
+        )
+        return {"seq": seq, "command_ids": list(ids)}
+
+    whole = getattr(store, "append", None) or _compose_append(store)
+    ops = {
+        "load": lambda r: {"events": _objects(EVENT, store.load(r["workflow_id"]))},
+        "heads": lambda r: {"heads": _objects(HEAD, store.heads())},
+        "commands": lambda r: {
+            "rows": _outbox(store.commands(r["workflow_id"], r["event_seq"]))
+        },
+        "pending": lambda r: {"rows": _outbox(store.pending(r["limit"]))},
+        "mark_done": lambda r: {
+            "changed": bool(store.mark_done(r["command_id"], r.get("result")))
+        },
+        "append": append,
+    }
+    if granularity == "step":
+        ops.update(
+            begin=lambda r: _empty(store.begin()),
+            insert_event=lambda r: {
+                "seq": store.insert_event(
+                    r["workflow_id"], r["expected_seq"], r["kind"], r["payload"]
+                )
+            },
+            insert_command=lambda r: {
+                "command_id": store.insert_command(
+                    r["workflow_id"],
+                    r["event_seq"],
+                    r["index"],
+                    r["kind"],
+                    r["payload"],
+                )
+            },
+            commit=lambda r: _empty(store.commit()),
+            rollback=lambda r: _empty(store.rollback()),
+        )
+    return ops
+
+
+def _receiver_ops(receiver, granularity):
+    def lookup(r):
+        found, result = receiver.lookup(Request(r["request"]))
+        if found == "seen":
+            return {"found": "seen", "result": result}
+        if found in ("new", "conflict"):
+            return {"found": found}
+        raise TypeError(f"lookup answered {found!r}, not new, seen or conflict")
+
+    def apply(r):
+        effect_id, result = receiver.apply(Request(r["request"]))
+        return {"effect_id": effect_id, "result": result}
+
+    def handle(r):
+        outcome, result, effect_id = whole(Request(r["request"]))
+        if outcome == "applied":
+            return {"outcome": outcome, "result": result, "effect_id": effect_id}
+        if outcome == "duplicate":
+            return {"outcome": outcome, "result": result}
+        if outcome == "conflict":
+            return {"outcome": outcome}
+        raise TypeError(
+            f"handle answered {outcome!r}, not applied, duplicate or conflict"
+        )
+
+    whole = getattr(receiver, "handle", None) or _compose_handle(receiver)
+    ops = {"handle": handle}
+    if granularity == "step":
+        ops.update(
+            begin=lambda r: _empty(receiver.begin()),
+            lookup=lookup,
+            apply=apply,
+            commit=lambda r: _empty(receiver.commit()),
+            rollback=lambda r: _empty(receiver.rollback()),
+        )
+    return ops
+
+
+_ROLE_OPS = {"store": _store_ops, "receiver": _receiver_ops}
+
+
+def _empty(_ignored):
+    return {}
+
+
+def _granularity(role, cls, wanted):
+    missing = [
+        name for name in READ_METHODS[role] if not callable(getattr(cls, name, None))
+    ]
+    if missing:
+        raise TypeError(f"{cls.__name__} ({role}) lacks {', '.join(missing)}")
+    steps = all(callable(getattr(cls, name, None)) for name in STEP_METHODS[role])
+    whole = callable(getattr(cls, WHOLE_METHOD[role], None))
+    if wanted is None:
+        wanted = "step" if steps else "call"
+    if wanted not in ("step", "call"):
+        raise ValueError(f"granularity {wanted!r} is neither step nor call")
+    if (wanted == "step" and not steps) or not (steps or whole):
+        needs = ", ".join(STEP_METHODS[role])
+        if wanted == "call":
+            needs = f"{WHOLE_METHOD[role]} (or {needs})"
+        raise TypeError(
+            f"{cls.__name__} cannot serve {role} as {wanted}: it needs {needs}"
+        )
+    return wanted
+
+
+def _synchronous_level(role):
+    method = getattr(role, "synchronous", None)
+    if callable(method):
+        return int(method())
+    conn = getattr(role, "connection", None)
+    if conn is None:
+        raise TypeError(
+            f"{type(role).__name__} has neither a `connection` attribute nor a "
+            "synchronous() method: `open` must answer the level in force"
+        )
+    return int(conn.execute("PRAGMA synchronous").fetchone()[0])
+
+
+# ---------------------------------------------------------------- the loop
+
+
+class _Server:
+    def __init__(self, classes, roles, name, version):
+        self.classes = classes
+        self.roles = roles
+        self.name = name
+        self.version = version
+        self.settings = None
+        self.instances = {}
+        self.ops = {
+            "hello": self.hello,
+            "setup": self.setup,
+            "open": self.open,
+            "dump": self.dump,
+            "ping": _empty,
+        }
+        # The role operations known before `open`: asking for one then is the
+        # request's fault (`invalid`), not an unknown operation.
+        self.known = set()
+        for role, granularity in roles.items():
+            self.known.update(_ROLE_OPS[role](None, granularity))
+
+    def need_settings(self):
+        if self.settings is None:
+            raise Invalid("no hello yet")
+        return self.settings
+
+    def hello(self, r):
+        self.settings = Settings(r)
+        return {
+            "protocol": PROTOCOL,
+            "name": self.name,
+            "version": self.version,
+            "roles": dict(self.roles),
+        }
+
+    def setup(self, r):
+        settings = self.need_settings()
+        for cls in self.classes.values():
+            setup = getattr(cls, "setup", None)
+            if setup is not None:
+                setup(settings)
+        return {}
+
+    def open(self, r):
+        settings = self.need_settings()
+        role = r["role"]
+        cls = self.classes.get(role)
+        if cls is None:
+            if role in _ROLE_OPS:
+                raise Unsupported(f"this adapter does not serve the {role} role")
+            raise Invalid(f"unknown role {role!r}")
+        instance = cls(settings)
+        level = _synchronous_level(instance)
+        self.instances[role] = instance
+        # If a process opens both roles, the last `open` owns the operations
+        # both have (begin, commit, rollback).
+        self.ops.update(_ROLE_OPS[role](instance, self.roles[role]))
+        return {"synchronous": level}
+
+    def dump(self, r):
+        settings = self.need_settings()
+        store, receiver = self.classes.get("store"), self.classes.get("receiver")
+        state = {}
+        store_part = store.dump(settings) if store is not None else None
+        receiver_part = receiver.dump(settings) if receiver is not None else None
+        if store_part is not None:
+            state["events"] = _objects(EVENT, store_part["events"])
+            state["outbox"] = _outbox(store_part["outbox"])
+        if receiver_part is not None:
+            state["effects"] = _objects(EFFECT, receiver_part["effects"])
+            state["dedup"] = _objects(DEDUP, receiver_part["dedup"])
+        if store_part is not None:
+            state["store_integrity"] = _integrity(store_part["store_integrity"])
+        if receiver_part is not None:
+            state["receiver_integrity"] = _integrity(
+                receiver_part["receiver_integrity"]
+            )
+        return state
+
+    def error(self, exc, op):
+        kind = error_kind(exc)
+        if kind == "failed":
+            import traceback
+
+            print(f"crashsim_adapter: {op!r} failed:", file=sys.stderr)
+            traceback.print_exception(exc, file=sys.stderr)
+            message = f"{type(exc).__name__}: {exc}"
+        else:
+            message = str(exc) or kind
+            if kind in ("invalid", "unsupported"):
+                print(f"crashsim_adapter: {op!r}: {kind}: {message}", file=sys.stderr)
+        return {"kind": kind, "message": message}
+
+    def run(self, reader, writer):
+        global _tick
+        loads, hook, encode = json.loads, _Message, _ENCODER.encode
+        ops, known = self.ops, self.known
+        for line in reader:
+            if not line.strip():
+                continue
+            ident = op = None
+            try:
+                try:
+                    request = loads(line, object_pairs_hook=hook)
+                    ident, op = request.get("id"), request.get("op")
+                except (ValueError, AttributeError):
+                    raise Invalid(
+                        f"not a JSON request object: {line[:200]!r}"
+                    ) from None
+                _tick = request.get("tick", _tick)
+                handler = ops.get(op)
+                if handler is None:
+                    if op in known:
+                        raise Invalid(f"{op!r} before `open`")
+                    raise Unsupported(f"unknown op {op!r}")
+                answer = {"id": ident, "ok": handler(request)}
+            except Exception as exc:
+                answer = {"id": ident, "error": self.error(exc, op)}
+            try:
+                data = encode(answer).encode()
+            except UnicodeEncodeError:
+                # A lone surrogate cannot be UTF-8; its JSON escape can.
+                data = json.dumps(answer, separators=(",", ":")).encode()
+            except (TypeError, ValueError) as exc:
+                # The operation returned something JSON cannot carry.
+                error = self.error(exc, op)
+                data = json.dumps({"id": ident, "error": error}).encode()
+            writer.write(data + b"\n")
+            writer.flush()
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _take_channel():
+    """The protocol's private stdin and stdout; fds 0 and 1 (and `sys.stdout`)
+    no longer reach it, so stray output goes to stderr."""
+    channel_in, channel_out = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # What user code printed before `serve` and is still in sys.stdout's
+    # buffer goes to stderr too (with PYTHONUNBUFFERED it has already gone
+    # to the channel: print nothing before `serve`).
+    sys.stdout.flush()
+    sys.stdout = sys.stderr
+    return os.fdopen(channel_in, "rb"), os.fdopen(channel_out, "wb")
+
+
+def serve(store=None, receiver=None, *, name=None, version="0", granularity=None):
+    """Serves the given roles over stdin/stdout until stdin closes.
+
+    `store` and `receiver` are classes (or factories) called with the
+    hello's `Settings` at `open`; `setup` and `dump` are called on them as
+    class methods. `granularity` is None (detect), "step", "call", or a dict
+    from role to one of those.
+    """
+    classes = {
+        role: cls for role, cls in (("store", store), ("receiver", receiver)) if cls
+    }
+    if not classes:
+        raise TypeError("serve() needs a store or a receiver")
+    roles = {}
+    for role, cls in classes.items():
+        wanted = granularity.get(role) if isinstance(granularity, dict) else granularity
+        roles[role] = _granularity(role, cls, wanted)
+    if name is None:
+        name = os.path.splitext(os.path.basename(sys.argv[0] or "adapter"))[0]
+    reader, writer = _take_channel()
+    _Server(classes, roles, name, str(version)).run(reader, writer)

@@ -1,0 +1,427 @@
+"""example_store: an event store, outbox and idempotent receiver on SQLite,
+served to crashsim through crashsim_adapter.
+
+    crashsim run smoke --sut "python3 adapters/python/example_store.py" --seeds 200
+    crashsim run smoke --sut "python3 adapters/python/example_store.py --bug max_seq"
+
+It implements shared/PROTOCOL.md the way such code is commonly written in
+Python: `sqlite3` in autocommit mode (`isolation_level=None`) with explicit
+`BEGIN IMMEDIATE`, every connection opened with the hello's settings (busy
+timeout 0, WAL, `synchronous` as asked), events keyed by (workflow_id, seq)
+and appended only at `expected_seq + 1`, outbox rows in the event's
+transaction under derived ids (`workflow:seq:index`), and a receiver on its
+own file that writes the effect and its de-duplication record in one
+transaction. Timestamps are the request's simulated tick, never the clock,
+and every query that returns rows has an ORDER BY.
+
+Options:
+  --granularity step|call  step (default): one request per operation, so
+                           crashsim can kill the process inside a transaction;
+                           call: the same code served as whole operations
+                           (append, handle), composed by the SDK.
+  --bug NAME[,NAME...]     switch on known mistakes (or EXAMPLE_STORE_BUG=NAME;
+                           the flag wins). Each is a small diff from the clean
+                           code; what crashsim should report:
+
+  dict_dedup        The receiver's de-dup records live in a module-level dict
+                    instead of the dedup table. A restarted receiver is a new
+                    process with an empty dict: a redelivered command is
+                    applied twice. -> I2.
+  two_transactions  insert_event commits the event and opens a new transaction
+                    for its commands. A kill before `commit` leaves an event
+                    without its commands (a lost command). -> I5, I1.
+                    Unreachable at `call` granularity (no kill inside append).
+  max_seq           insert_event appends at MAX(seq)+1 whatever expected_seq
+                    says: stale writers are not rejected. -> I3.
+  sync_normal       PRAGMA synchronous=NORMAL "for speed" whatever the hello
+                    asks (`open` reports 1): commits acknowledged before a
+                    power cut may vanish. -> I9.
+  uuid_ids          command_id = str(uuid.uuid4()) instead of the derived id:
+                    runs are no longer deterministic (--check-determinism
+                    names the first differing answer), and a command retried
+                    under a new id defeats de-duplication.
+  dedup_apart       The receiver commits the effect, then records the de-dup
+                    entry in a second transaction. A kill in between leaves an
+                    effect the receiver does not remember: the redelivery
+                    applies it again. -> I2.
+  body_key          The receiver de-duplicates by a hash of the whole request
+                    body, delivery metadata (attempt, sent_tick) included:
+                    every retry is a new key and is applied again. -> I2 (and
+                    I7: a changed payload is never reported as a conflict).
+"""
+
+import os
+import sqlite3
+import sys
+
+import crashsim_adapter as ca
+
+BUGS = frozenset()
+KNOWN_BUGS = (
+    "dict_dedup",
+    "two_transactions",
+    "max_seq",
+    "sync_normal",
+    "uuid_ids",
+    "dedup_apart",
+    "body_key",
+)
+
+# The dict_dedup bug's memory: key -> (digest, result), gone with the process.
+SEEN = {}
+
+STORE_SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS events (
+  workflow_id TEXT NOT NULL,
+  seq         INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  payload     TEXT NOT NULL,          -- JSON, keys sorted
+  created_at  INTEGER NOT NULL,       -- the simulated tick of the append
+  PRIMARY KEY (workflow_id, seq)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+  command_id   TEXT PRIMARY KEY,      -- "{workflow_id}:{event_seq}:{index}"
+  workflow_id  TEXT NOT NULL,
+  event_seq    INTEGER NOT NULL,
+  kind         TEXT NOT NULL,
+  payload      TEXT NOT NULL,
+  processed_at INTEGER,               -- the tick it was marked done; NULL while pending
+  result       TEXT                   -- the receiver's confirmed answer
+);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (processed_at)
+  WHERE processed_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_event ON outbox (workflow_id, event_seq);
+COMMIT;
+"""
+
+RECEIVER_SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS effects (
+  effect_id INTEGER PRIMARY KEY,
+  key       TEXT NOT NULL,            -- the idempotency key the request carried
+  kind      TEXT NOT NULL,
+  payload   TEXT NOT NULL,
+  result    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dedup (
+  key       TEXT PRIMARY KEY,
+  digest    TEXT NOT NULL,            -- digest of the core parameters
+  result    TEXT NOT NULL,            -- returned again to every repeat
+  effect_id INTEGER NOT NULL
+);
+COMMIT;
+"""
+
+OUTBOX_COLUMNS = (
+    "command_id, workflow_id, event_seq, kind, payload,"
+    " processed_at IS NOT NULL, result"
+)
+
+
+def connect(database):
+    """A connection with every per-connection setting the hello asks for."""
+    conn = sqlite3.connect(
+        database.path,
+        timeout=database.busy_timeout_ms / 1000,  # 0: answer busy at once
+        isolation_level=None,  # autocommit; transactions are explicit
+    )
+    (mode,) = conn.execute(f"PRAGMA journal_mode={database.journal_mode}").fetchone()
+    if mode.lower() != database.journal_mode:
+        raise RuntimeError(
+            f"journal_mode stayed {mode}, wanted {database.journal_mode}"
+        )
+    if "sync_normal" in BUGS:
+        conn.execute("PRAGMA synchronous=NORMAL")  # "NORMAL is safe enough in WAL"
+    else:
+        conn.execute(f"PRAGMA synchronous={database.synchronous}")
+    return conn
+
+
+def integrity(conn):
+    return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
+
+
+class Store:
+    """The event store and its outbox, over one connection."""
+
+    def __init__(self, settings):
+        self.connection = connect(settings.store)
+
+    @classmethod
+    def setup(cls, settings):
+        conn = connect(settings.store)
+        conn.executescript(STORE_SCHEMA)
+        conn.close()
+
+    @classmethod
+    def dump(cls, settings):
+        conn = connect(settings.store)
+        try:
+            events = conn.execute(
+                "SELECT workflow_id, seq, kind, payload FROM events"
+                " ORDER BY workflow_id, seq"
+            ).fetchall()
+            outbox = conn.execute(
+                f"SELECT {OUTBOX_COLUMNS} FROM outbox ORDER BY rowid"
+            ).fetchall()
+            return {
+                "events": events,
+                "outbox": outbox,
+                "store_integrity": integrity(conn),
+            }
+        finally:
+            conn.close()
+
+    # Reads: one statement each, outside any explicit transaction.
+
+    def load(self, workflow_id):
+        return self.connection.execute(
+            "SELECT workflow_id, seq, kind, payload FROM events"
+            " WHERE workflow_id = ? ORDER BY seq",
+            (workflow_id,),
+        ).fetchall()
+
+    def heads(self):
+        # With MAX() the only aggregate, SQLite takes `kind` from the max row.
+        return self.connection.execute(
+            """SELECT h.workflow_id, h.seq, h.kind,
+                      (SELECT COUNT(*) FROM outbox o
+                        WHERE o.workflow_id = h.workflow_id AND o.event_seq = h.seq
+                          AND o.processed_at IS NOT NULL)
+                 FROM (SELECT workflow_id, MAX(seq) AS seq, kind
+                         FROM events GROUP BY workflow_id) h
+                ORDER BY h.workflow_id"""
+        ).fetchall()
+
+    def commands(self, workflow_id, event_seq):
+        return self.connection.execute(
+            f"SELECT {OUTBOX_COLUMNS} FROM outbox"
+            " WHERE workflow_id = ? AND event_seq = ? ORDER BY rowid",
+            (workflow_id, event_seq),
+        ).fetchall()
+
+    def pending(self, limit):
+        # rowid order is commit order: rows are inserted under the write lock.
+        return self.connection.execute(
+            f"SELECT {OUTBOX_COLUMNS} FROM outbox"
+            " WHERE processed_at IS NULL ORDER BY rowid LIMIT ?",
+            (limit,),
+        ).fetchall()
+
+    def mark_done(self, command_id, result):
+        # A row done with a result is never touched again; one marked done
+        # without a result gets it when it comes.
+        cursor = self.connection.execute(
+            """UPDATE outbox
+                  SET processed_at = COALESCE(processed_at, ?3), result = ?2
+                WHERE command_id = ?1
+                  AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))""",
+            (command_id, result, ca.now()),
+        )
+        return cursor.rowcount == 1
+
+    # The append, one step per request.
+
+    def begin(self):
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def insert_event(self, workflow_id, expected_seq, kind, payload):
+        conn = self.connection
+        if "max_seq" in BUGS:
+            (seq,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE workflow_id = ?",
+                (workflow_id,),
+            ).fetchone()
+        else:
+            (head,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE workflow_id = ?",
+                (workflow_id,),
+            ).fetchone()
+            if head != expected_seq:
+                raise ca.Conflict(
+                    f"stale append: {workflow_id} is no longer at seq {expected_seq}"
+                )
+            seq = expected_seq + 1
+        try:
+            conn.execute(
+                "INSERT INTO events (workflow_id, seq, kind, payload, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (workflow_id, seq, kind, payload, ca.now()),
+            )
+        except sqlite3.IntegrityError:
+            raise ca.Conflict(
+                f"stale append: {workflow_id} is no longer at seq {expected_seq}"
+            ) from None
+        if "two_transactions" in BUGS:
+            # "Save the event first, so it is never lost; then its commands."
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+        return seq
+
+    def insert_command(self, workflow_id, event_seq, index, kind, payload):
+        if "uuid_ids" in BUGS:
+            import uuid
+
+            command_id = str(uuid.uuid4())
+        else:
+            command_id = ca.command_id(workflow_id, event_seq, index)
+        self.connection.execute(
+            "INSERT INTO outbox (command_id, workflow_id, event_seq, kind, payload)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (command_id, workflow_id, event_seq, kind, payload),
+        )
+        return command_id
+
+    def commit(self):
+        self.connection.execute("COMMIT")
+
+    def rollback(self):
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+
+class Receiver:
+    """The idempotent receiver: business effects and their de-dup records."""
+
+    def __init__(self, settings):
+        self.connection = connect(settings.receiver)
+        self.hotel_failure = settings.hotel_failure
+
+    @classmethod
+    def setup(cls, settings):
+        conn = connect(settings.receiver)
+        conn.executescript(RECEIVER_SCHEMA)
+        conn.close()
+
+    @classmethod
+    def dump(cls, settings):
+        conn = connect(settings.receiver)
+        try:
+            effects = conn.execute(
+                "SELECT effect_id, key, kind, payload, result FROM effects"
+                " ORDER BY effect_id"
+            ).fetchall()
+            dedup = conn.execute(
+                "SELECT key, digest, result, effect_id FROM dedup ORDER BY key"
+            ).fetchall()
+            return {
+                "effects": effects,
+                "dedup": dedup,
+                "receiver_integrity": integrity(conn),
+            }
+        finally:
+            conn.close()
+
+    def dedup_key(self, request):
+        if "body_key" in BUGS:
+            # "Hash the request: identical requests get identical keys."
+            import hashlib
+            import json
+
+            body = json.dumps(request.as_dict(), sort_keys=True)
+            return hashlib.sha256(body.encode()).hexdigest()
+        return request.key
+
+    def begin(self):
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def lookup(self, request):
+        key = self.dedup_key(request)
+        if "dict_dedup" in BUGS:
+            found = SEEN.get(key)
+        else:
+            found = self.connection.execute(
+                "SELECT digest, result FROM dedup WHERE key = ?", (key,)
+            ).fetchone()
+        if found is None:
+            return "new", None
+        digest, result = found
+        if digest != ca.core_digest(request.kind, request.payload):
+            return "conflict", None
+        return "seen", result
+
+    def apply(self, request):
+        conn = self.connection
+        (effect_id,) = conn.execute(
+            "SELECT COALESCE(MAX(effect_id), 0) + 1 FROM effects"
+        ).fetchone()
+        result = ca.perform(
+            request.kind, request.payload, effect_id, self.hotel_failure
+        )
+        conn.execute(
+            "INSERT INTO effects (effect_id, key, kind, payload, result)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (effect_id, request.key, request.kind, request.payload, result),
+        )
+        if "dedup_apart" in BUGS:
+            # "The effect is what matters: commit it, then remember the key."
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+        key = self.dedup_key(request)
+        digest = ca.core_digest(request.kind, request.payload)
+        if "dict_dedup" in BUGS:
+            SEEN[key] = (digest, result)
+        else:
+            conn.execute(
+                "INSERT INTO dedup (key, digest, result, effect_id)"
+                " VALUES (?, ?, ?, ?)",
+                (key, digest, result, effect_id),
+            )
+        return effect_id, result
+
+    def commit(self):
+        self.connection.execute("COMMIT")
+
+    def rollback(self):
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+
+def parse_args(argv):
+    """(bugs, granularity) from the command line and EXAMPLE_STORE_BUG."""
+    bugs = os.environ.get("EXAMPLE_STORE_BUG", "")
+    granularity = "step"
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help"):
+            print(__doc__)
+            sys.exit(0)
+        flag, has_value, value = arg.partition("=")
+        if flag not in ("--bug", "--granularity"):
+            raise SystemExit(f"example_store: unknown argument {arg!r} (see --help)")
+        if not has_value:
+            value = next(args, None)
+            if value is None:
+                raise SystemExit(f"example_store: {flag} needs a value")
+        if flag == "--bug":
+            bugs = value
+        else:
+            granularity = value
+    chosen = frozenset(name for name in bugs.replace(" ", "").split(",") if name)
+    unknown = sorted(chosen.difference(KNOWN_BUGS))
+    if unknown:
+        raise SystemExit(
+            f"example_store: unknown bug {', '.join(unknown)};"
+            f" known: {', '.join(KNOWN_BUGS)}"
+        )
+    if granularity not in ("step", "call"):
+        raise SystemExit(f"example_store: granularity {granularity!r}: step or call")
+    return chosen, granularity
+
+
+def main(argv):
+    global BUGS
+    BUGS, granularity = parse_args(argv)
+    name = "+".join(["example_store", *sorted(BUGS)])
+    ca.serve(
+        store=Store,
+        receiver=Receiver,
+        name=name,
+        version="1.0",
+        granularity=granularity,
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
