@@ -173,6 +173,7 @@ impl Capsule {
             path: path.to_path_buf(),
             scenario,
             mutant: self.mutant.clone(),
+            source: crate::scenario::Source::File,
         }
     }
 

@@ -19,6 +19,7 @@ fn scenario(name: &str, text: &str) -> Loaded {
         scenario: parse(text, &path).expect("valid scenario"),
         path,
         mutant: None,
+        source: crashsim::scenario::Source::File,
     }
 }
 

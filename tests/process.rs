@@ -54,6 +54,7 @@ fn a_writer_aborted_after_its_commit_leaves_the_event_durable() {
         scenario: crashsim::scenario::parse(scenario, &path).unwrap(),
         path,
         mutant: None,
+        source: crashsim::scenario::Source::File,
     };
     let dir = work_dir();
     let result = run_seed(&loaded, 11, &options(dir.path(), process())).unwrap();

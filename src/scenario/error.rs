@@ -13,6 +13,8 @@ use super::locate;
 pub enum ScenarioError {
     /// The file could not be read.
     Read { path: PathBuf, source: std::io::Error },
+    /// No such file, and no built-in scenario of that name.
+    NotFound { path: PathBuf },
     /// The file was read but is not a valid scenario.
     Invalid {
         path: PathBuf,
@@ -54,6 +56,12 @@ impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScenarioError::Read { path, source } => write!(f, "{}: cannot read the scenario: {source}", path.display()),
+            ScenarioError::NotFound { path } => write!(
+                f,
+                "{}: no such file, nor a built-in scenario (built-in: {}; `crashsim list` describes them)",
+                path.display(),
+                super::builtin::names()
+            ),
             ScenarioError::Invalid {
                 path,
                 position,
@@ -78,7 +86,7 @@ impl std::error::Error for ScenarioError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ScenarioError::Read { source, .. } => Some(source),
-            ScenarioError::Invalid { .. } => None,
+            ScenarioError::Invalid { .. } | ScenarioError::NotFound { .. } => None,
         }
     }
 }
