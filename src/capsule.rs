@@ -69,8 +69,10 @@ pub struct Capsule {
 /// A capsule that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CapsuleError {
-    #[error("{path}: cannot read the capsule: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// The message includes the I/O error, so it is not a `source()` (a
+    /// field named `source` would be, and anyhow's chain would print it twice).
+    #[error("{path}: cannot read the capsule: {error}")]
+    Read { path: PathBuf, error: std::io::Error },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -137,9 +139,9 @@ impl Capsule {
     }
 
     pub fn read(path: &Path) -> Result<Capsule, CapsuleError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CapsuleError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| CapsuleError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let capsule: Capsule = toml::from_str(&text).map_err(|error| CapsuleError::Invalid {
             path: path.to_path_buf(),

@@ -1,7 +1,9 @@
 //! `ScenarioError`: what is wrong with a scenario file, and where.
 //!
 //! Every message starts `path:line:column:` (as compilers do, so editors and
-//! CI annotations can jump there) and names the key.
+//! CI annotations can jump there) and names the key. Each message names its
+//! cause once: `Read` prints the I/O error itself and so reports no
+//! `source()`, or `{:#}` (anyhow's chain) would print it twice.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -82,11 +84,5 @@ impl fmt::Display for ScenarioError {
     }
 }
 
-impl std::error::Error for ScenarioError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ScenarioError::Read { source, .. } => Some(source),
-            ScenarioError::Invalid { .. } | ScenarioError::NotFound { .. } => None,
-        }
-    }
-}
+/// No `source()`: every message already includes its cause (module docs).
+impl std::error::Error for ScenarioError {}
