@@ -11,6 +11,7 @@ mod output;
 mod regressions;
 mod replay;
 mod run;
+mod scenarios;
 mod shrink;
 
 use std::path::PathBuf;
@@ -80,7 +81,7 @@ impl ModeArg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Scenario files (TOML).
+    /// Scenario files (TOML) or built-in names (`crashsim list`).
     #[arg(required_unless_present = "regressions")]
     pub scenarios: Vec<PathBuf>,
     /// Replay every capsule in this folder (default scenarios/regressions)
@@ -137,7 +138,7 @@ impl ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The scenario file (TOML).
+    /// A scenario file (TOML) or a built-in name.
     #[arg(required_unless_present = "capsule")]
     pub scenario: Option<PathBuf>,
     /// Replay a capsule (written by `shrink`) instead of a scenario and seed.
@@ -175,7 +176,8 @@ pub struct ReplayArgs {
 
 #[derive(Args, Debug)]
 pub struct MutantsArgs {
-    /// Scenario files to run the mutants against (default: every scenario in scenarios/).
+    /// Scenarios (files or built-in names) to run the mutants against
+    /// (default: every scenario in scenarios/, or the built-in ones without it).
     #[arg(long)]
     pub scenario: Vec<PathBuf>,
     /// Only these mutants (default: all).
@@ -210,7 +212,8 @@ pub struct DurabilityArgs {
     /// The seed the cut points (and, with --exhaustive, the run) derive from.
     #[arg(long, value_parser = parse_seed_arg, default_value = "0")]
     pub seed: u64,
-    /// Cut the power at every persistence point of this scenario's run instead.
+    /// Cut the power at every persistence point of this scenario's run
+    /// instead (a file or a built-in name).
     #[arg(long, value_name = "SCENARIO")]
     pub exhaustive: Option<PathBuf>,
     /// With --exhaustive: only every n-th point.
@@ -236,7 +239,7 @@ pub struct DurabilityArgs {
 
 #[derive(Args, Debug)]
 pub struct ShrinkArgs {
-    /// The scenario file (TOML).
+    /// A scenario file (TOML) or a built-in name.
     pub scenario: PathBuf,
     /// The failing seed.
     #[arg(long, value_parser = parse_seed_arg)]
@@ -262,9 +265,10 @@ pub struct ShrinkArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// The folder to look for scenarios in.
-    #[arg(long, default_value = "scenarios")]
-    pub scenarios: PathBuf,
+    /// A folder of scenarios to list besides the built-in ones (default:
+    /// scenarios, if it exists).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

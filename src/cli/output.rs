@@ -16,7 +16,7 @@ use crate::sim::process::Mode;
 /// target directory, the command goes through cargo so it can be pasted as is.
 pub fn replay_command(loaded: &Loaded, seed: u64, mode: &Mode) -> String {
     let prefix = replay_command_prefix();
-    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.path.display());
+    let mut command = format!("{prefix} replay {} --seed {seed}", loaded.argument());
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
     }
