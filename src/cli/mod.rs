@@ -1,4 +1,4 @@
-//! The command line: `run`, `replay`, `list`, `bench`.
+//! The command line: `run`, `replay`, `list`, `show`, `bench`.
 //!
 //! Wall-clock time appears here and in `bench` only (seeds per second,
 //! progress, throughput): it reports on a run, it never steers one.
@@ -12,6 +12,7 @@ mod regressions;
 mod replay;
 mod run;
 mod scenarios;
+mod show;
 mod shrink;
 
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ pub enum Command {
     Shrink(ShrinkArgs),
     /// List scenarios, implementations, mutants, kill points and invariants.
     List(ListArgs),
+    /// Print a built-in scenario's TOML, or write it to a file to start your own.
+    Show(ShowArgs),
     /// Measure append throughput and commit latency against the disk's fsync limit.
     Bench(BenchArgs),
 }
@@ -272,6 +275,18 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A built-in scenario (`crashsim list` names them).
+    pub name: String,
+    /// Write it to this file instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// With --out: replace the file if it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct BenchArgs {
     /// A directory on the disk to measure (default: the current directory,
     /// refused if it is on tmpfs). The bench works in a temporary directory inside it.
@@ -313,6 +328,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Mutants(args) => mutants::mutants(&args),
         Command::Durability(args) => durability::durability(&args),
         Command::List(args) => list::list(&args),
+        Command::Show(args) => show::show(&args),
         Command::Bench(args) => bench::bench(&args),
     };
     match result {
