@@ -74,8 +74,10 @@ pub struct Capsule {
 /// A capsule that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CapsuleError {
-    #[error("{path}: cannot read the capsule: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// The message includes the I/O error, so it is not a `source()` (a
+    /// field named `source` would be, and anyhow's chain would print it twice).
+    #[error("{path}: cannot read the capsule: {error}")]
+    Read { path: PathBuf, error: std::io::Error },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -143,9 +145,9 @@ impl Capsule {
     }
 
     pub fn read(path: &Path) -> Result<Capsule, CapsuleError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CapsuleError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| CapsuleError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let capsule: Capsule = toml::from_str(&text).map_err(|error| CapsuleError::Invalid {
             path: path.to_path_buf(),
@@ -180,6 +182,7 @@ impl Capsule {
             scenario,
             mutant: self.mutant.clone(),
             sut: self.sut.as_ref().map(|sut| sut.name.clone()),
+            source: crate::scenario::Source::File,
         }
     }
 

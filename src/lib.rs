@@ -22,7 +22,7 @@
 //! - `report`    files under `reports/`: JSON, JUnit, Markdown, failing seeds' traces and HTML pages, written atomically.
 //! - `durability` what power cuts do under each setting (the table), and every cut point of a run enumerated.
 //! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
-//! - `cli`       the command line (clap): run, replay, shrink, mutants, bench, list.
+//! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;

@@ -20,6 +20,7 @@ fn scenario(name: &str, text: &str) -> Loaded {
         path,
         mutant: None,
         sut: None,
+        source: crashsim::scenario::Source::File,
     }
 }
 

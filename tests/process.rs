@@ -61,6 +61,7 @@ fn a_writer_aborted_after_its_commit_leaves_the_event_durable() {
         path,
         mutant: None,
         sut: None,
+        source: crashsim::scenario::Source::File,
     };
     let dir = work_dir();
     let result = run_seed(&loaded, 11, &options(dir.path(), process(&loaded))).unwrap();

@@ -142,7 +142,7 @@ fn render(rows: &[Row]) -> String {
 }
 
 fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::load(path)?;
+    let mut loaded = scenario::resolve(path)?;
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }

@@ -1,40 +1,14 @@
 //! `crashsim list`: what there is to run and what is checked.
 
-use anyhow::Context;
-
 use super::ListArgs;
 use crate::check::Invariant;
 use crate::exit::Exit;
-use crate::scenario;
 use crate::sim::faults::KillPoint;
 use crate::store::registry;
 use crate::vfs::crash::Model;
 
 pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
-    let paths = scenario::files_in(&args.scenarios)
-        .with_context(|| format!("{}: cannot list scenarios", args.scenarios.display()))?;
-    println!("scenarios in {}:", args.scenarios.display());
-    for path in paths {
-        match scenario::load(&path) {
-            Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
-            Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
-        }
-    }
-    let demonstrations = args.scenarios.join("demonstrations");
-    if demonstrations.is_dir() {
-        let paths = scenario::files_in(&demonstrations)
-            .with_context(|| format!("{}: cannot list scenarios", demonstrations.display()))?;
-        println!(
-            "\ndemonstrations in {} (hazards shown, expected to fail):",
-            demonstrations.display()
-        );
-        for path in paths {
-            match scenario::load(&path) {
-                Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
-                Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
-            }
-        }
-    }
+    super::scenarios::print_list(args.scenarios.as_deref())?;
     println!("\nimplementations (scenario key `store`):");
     for implementation in registry::all() {
         println!("  {:<16} {}", implementation.name(), implementation.description());

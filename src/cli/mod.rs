@@ -1,4 +1,4 @@
-//! The command line: `run`, `replay`, `list`, `bench`.
+//! The command line: `run`, `replay`, `list`, `show`, `bench`.
 //!
 //! Wall-clock time appears here and in `bench` only (seeds per second,
 //! progress, throughput): it reports on a run, it never steers one.
@@ -11,7 +11,9 @@ mod output;
 mod regressions;
 mod replay;
 mod run;
+mod scenarios;
 mod serve;
+mod show;
 mod shrink;
 mod sut;
 
@@ -48,6 +50,8 @@ pub enum Command {
     Shrink(ShrinkArgs),
     /// List scenarios, implementations, mutants, kill points and invariants.
     List(ListArgs),
+    /// Print a built-in scenario's TOML, or write it to a file to start your own.
+    Show(ShowArgs),
     /// Measure append throughput and commit latency against the disk's fsync limit.
     Bench(BenchArgs),
     /// Serve one of crashsim's own implementations over the adapter
@@ -94,7 +98,7 @@ pub enum ModeArg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Scenario files (TOML).
+    /// Scenario files (TOML) or built-in names (`crashsim list`).
     #[arg(required_unless_present = "regressions")]
     pub scenarios: Vec<PathBuf>,
     /// Replay every capsule in this folder (default scenarios/regressions)
@@ -157,7 +161,7 @@ impl ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The scenario file (TOML).
+    /// A scenario file (TOML) or a built-in name.
     #[arg(required_unless_present = "capsule")]
     pub scenario: Option<PathBuf>,
     /// Replay a capsule (written by `shrink`) instead of a scenario and seed.
@@ -197,7 +201,8 @@ pub struct ReplayArgs {
 
 #[derive(Args, Debug)]
 pub struct MutantsArgs {
-    /// Scenario files to run the mutants against (default: every scenario in scenarios/).
+    /// Scenarios (files or built-in names) to run the mutants against
+    /// (default: every scenario in scenarios/, or the built-in ones without it).
     #[arg(long)]
     pub scenario: Vec<PathBuf>,
     /// Only these mutants (default: all).
@@ -232,7 +237,8 @@ pub struct DurabilityArgs {
     /// The seed the cut points (and, with --exhaustive, the run) derive from.
     #[arg(long, value_parser = parse_seed_arg, default_value = "0")]
     pub seed: u64,
-    /// Cut the power at every persistence point of this scenario's run instead.
+    /// Cut the power at every persistence point of this scenario's run
+    /// instead (a file or a built-in name).
     #[arg(long, value_name = "SCENARIO")]
     pub exhaustive: Option<PathBuf>,
     /// With --exhaustive: only every n-th point.
@@ -258,7 +264,7 @@ pub struct DurabilityArgs {
 
 #[derive(Args, Debug)]
 pub struct ShrinkArgs {
-    /// The scenario file (TOML).
+    /// A scenario file (TOML) or a built-in name.
     pub scenario: PathBuf,
     /// The failing seed.
     #[arg(long, value_parser = parse_seed_arg)]
@@ -286,9 +292,22 @@ pub struct ShrinkArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// The folder to look for scenarios in.
-    #[arg(long, default_value = "scenarios")]
-    pub scenarios: PathBuf,
+    /// A folder of scenarios to list besides the built-in ones (default:
+    /// scenarios, if it exists).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A built-in scenario (`crashsim list` names them).
+    pub name: String,
+    /// Write it to this file instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// With --out: replace the file if it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -333,6 +352,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Mutants(args) => mutants::mutants(&args),
         Command::Durability(args) => durability::durability(&args),
         Command::List(args) => list::list(&args),
+        Command::Show(args) => show::show(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Serve(args) => return serve::serve(&args),
     };

@@ -18,16 +18,14 @@ use crate::scenario::{self, Loaded};
 
 pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
     let explicit = !args.scenario.is_empty();
-    let paths = if explicit {
-        args.scenario.clone()
+    let mut scenarios: Vec<Loaded> = if explicit {
+        args.scenario
+            .iter()
+            .map(|arg| scenario::resolve(arg))
+            .collect::<Result<_, _>>()?
     } else {
-        // The shipped scenarios: every `*.toml` directly in `scenarios/`.
-        scenario::files_in(std::path::Path::new("scenarios")).context("scenarios: cannot list scenarios")?
+        super::scenarios::default_set()?
     };
-    let mut scenarios: Vec<Loaded> = paths
-        .iter()
-        .map(|path| scenario::load(path))
-        .collect::<Result<_, _>>()?;
     // The mutants replace the reference, so the table needs reference scenarios;
     // shipped scenarios of another implementation are skipped, named ones refused.
     if let Some(other) = scenarios.iter().find(|loaded| loaded.scenario.store != "reference")

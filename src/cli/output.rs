@@ -17,8 +17,8 @@ use crate::scenario::Loaded;
 /// directory, the command goes through cargo so it can be pasted as is.
 pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
     let prefix = replay_command_prefix();
-    let path = super::sut::shell_word(&loaded.path.display().to_string());
-    let mut command = format!("{prefix} replay {path} --seed {seed}");
+    let scenario = super::sut::shell_word(&loaded.argument());
+    let mut command = format!("{prefix} replay {scenario} --seed {seed}");
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
     }

@@ -48,7 +48,7 @@ fn target(args: &ReplayArgs) -> anyhow::Result<Target> {
         .scenario
         .as_ref()
         .expect("clap requires a scenario without --capsule");
-    let mut loaded = scenario::load(path)?;
+    let mut loaded = scenario::resolve(path)?;
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }

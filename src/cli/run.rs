@@ -37,7 +37,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     let mut scenarios = args
         .scenarios
         .iter()
-        .map(|path| scenario::load(path))
+        .map(|path| scenario::resolve(path))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(mutant) = &args.mutant {
         scenarios = scenarios
@@ -179,7 +179,7 @@ fn run_scenario(
         println!(
             "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
             loaded.label(),
-            loaded.path.display(),
+            loaded.origin(),
             loaded.scenario.store,
             workload.trips_count,
             workload.writers_count,

@@ -16,7 +16,7 @@ use crate::scenario;
 use crate::shrink::{ShrinkError, Size, shrink as shrink_run};
 
 pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::load(&args.scenario)?;
+    let mut loaded = scenario::resolve(&args.scenario)?;
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
     }

@@ -1,7 +1,9 @@
 //! `ScenarioError`: what is wrong with a scenario file, and where.
 //!
 //! Every message starts `path:line:column:` (as compilers do, so editors and
-//! CI annotations can jump there) and names the key.
+//! CI annotations can jump there) and names the key. Each message names its
+//! cause once: `Read` prints the I/O error itself and so reports no
+//! `source()`, or `{:#}` (anyhow's chain) would print it twice.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,8 @@ use super::locate;
 pub enum ScenarioError {
     /// The file could not be read.
     Read { path: PathBuf, source: std::io::Error },
+    /// No such file, and no built-in scenario of that name.
+    NotFound { path: PathBuf },
     /// The file was read but is not a valid scenario.
     Invalid {
         path: PathBuf,
@@ -54,6 +58,12 @@ impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScenarioError::Read { path, source } => write!(f, "{}: cannot read the scenario: {source}", path.display()),
+            ScenarioError::NotFound { path } => write!(
+                f,
+                "{}: no such file, nor a built-in scenario (built-in: {}; `crashsim list` describes them)",
+                path.display(),
+                super::builtin::names()
+            ),
             ScenarioError::Invalid {
                 path,
                 position,
@@ -74,11 +84,5 @@ impl fmt::Display for ScenarioError {
     }
 }
 
-impl std::error::Error for ScenarioError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ScenarioError::Read { source, .. } => Some(source),
-            ScenarioError::Invalid { .. } => None,
-        }
-    }
-}
+/// No `source()`: every message already includes its cause (module docs).
+impl std::error::Error for ScenarioError {}

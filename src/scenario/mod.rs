@@ -4,17 +4,21 @@
 //! keys are errors (a typo must not silently leave a fault off), and every
 //! error names the file, the line and the key (`error.rs`). Units are in the
 //! key names: `_ticks` is simulated time, `_count` a number of things.
+//! A scenario comes from a file or is built into the binary (`builtin.rs`);
+//! `resolve` takes either, a path first (`loaded.rs`).
 
+pub mod builtin;
 mod error;
+mod loaded;
 mod locate;
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use error::ScenarioError;
+pub use loaded::{Loaded, Source, files_in, load, resolve};
 
 use crate::ratio::Ratio;
 use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
@@ -344,94 +348,6 @@ impl SqliteConfig {
             ..self.store_settings()
         }
     }
-}
-
-/// A scenario with the name and path it was loaded from.
-#[derive(Clone, Debug)]
-pub struct Loaded {
-    /// The file stem: `smoke` for `scenarios/smoke.toml`.
-    pub name: String,
-    pub path: PathBuf,
-    pub scenario: Scenario,
-    /// The mutant run instead of the scenario's `store`, if any (`--mutant`).
-    pub mutant: Option<String>,
-    /// The name of the outside store run instead (`--sut`), for labels.
-    pub sut: Option<String>,
-}
-
-impl Loaded {
-    /// Runs `mutant` (any implementation name) instead of the scenario's store.
-    pub fn with_mutant(mut self, mutant: &str) -> Result<Loaded, String> {
-        if crate::mutants::resolve(mutant).is_none() {
-            return Err(format!(
-                "unknown mutant {mutant:?}; known: {}",
-                crate::mutants::names().join(", ")
-            ));
-        }
-        self.scenario.store = mutant.to_string();
-        self.mutant = Some(mutant.to_string());
-        Ok(self)
-    }
-
-    /// Labels the scenario with the outside store run instead of its own.
-    pub fn with_sut(mut self, name: &str) -> Loaded {
-        self.sut = Some(name.to_string());
-        self
-    }
-
-    /// The name reports and results use: `smoke`, or `smoke+no_dedup` with
-    /// a mutant, or `smoke+example_store` with an outside store.
-    pub fn label(&self) -> String {
-        match (&self.mutant, &self.sut) {
-            (Some(mutant), _) => format!("{}+{mutant}", self.name),
-            (None, Some(sut)) => format!("{}+{}", self.name, sanitize(sut)),
-            (None, None) => self.name.clone(),
-        }
-    }
-}
-
-/// `name` with anything but letters, digits, `-`, `_` and `.` replaced, for
-/// a folder name.
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The `*.toml` files directly in `dir`, sorted: scenarios, or capsules.
-pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = fs::read_dir(dir)?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
-/// Reads and validates a scenario file.
-pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
-    let text = fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let scenario = parse(&text, path)?;
-    let name = path
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "scenario".to_string());
-    Ok(Loaded {
-        name,
-        path: path.to_path_buf(),
-        scenario,
-        mutant: None,
-        sut: None,
-    })
 }
 
 /// Parses and validates scenario text; `path` only names the file in errors.
