@@ -116,6 +116,11 @@ impl AdapterStore {
             appending: None,
         }
     }
+
+    /// A request that does nothing: the protocol's own cost.
+    pub fn ping(&mut self) -> Result<()> {
+        self.connection.request_unit("ping")
+    }
 }
 
 impl Store for AdapterStore {

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+pub use client::AdapterStore;
 use process::{AdapterProcess, CallError, RunLog};
 pub use process::{Exchange, ProcessRecord};
 use protocol::{Identity, Purpose, Served};
@@ -130,6 +131,39 @@ impl Adapter {
 
     pub fn served(&self) -> Served {
         self.launch.served
+    }
+
+    /// One store connection for measurements (`crashsim bench --sut`): the
+    /// schemas set up in `config`'s files, then a process of its own. The
+    /// session's processes end when it is dropped.
+    pub fn bench_session(&self, config: &SystemConfig) -> Result<BenchSession> {
+        if self.launch.served.store.is_none() {
+            return Err(crate::store::StoreError::Invalid(format!(
+                "the adapter `{}` serves no store: there is no append path to measure",
+                self.launch.command
+            )));
+        }
+        let mut system = AdapterSystem::create(self.launch.clone(), config)?;
+        let store = system.open_bench()?;
+        Ok(BenchSession { store, _system: system })
+    }
+}
+
+/// A store connection of an outside store, for `crashsim bench`.
+pub struct BenchSession {
+    store: AdapterStore,
+    _system: AdapterSystem,
+}
+
+impl BenchSession {
+    /// The connection: `append_with_commands` is one `append` request.
+    pub fn store(&mut self) -> &mut AdapterStore {
+        &mut self.store
+    }
+
+    /// One request that does nothing (`ping`).
+    pub fn ping(&mut self) -> Result<()> {
+        self.store.ping()
     }
 }
 

@@ -128,12 +128,21 @@ impl AdapterSystem {
         Ok(process)
     }
 
+    /// A store connection for `crashsim bench`: its own process, opened.
+    pub fn open_bench(&mut self) -> Result<AdapterStore> {
+        let who = Who {
+            actor: "bench",
+            incarnation: 0,
+        };
+        Ok(AdapterStore::new(self.open(&who, "store")?))
+    }
+
     /// A process for `who`'s connection in `role`, opened.
     fn open(&mut self, who: &Who<'_>, role: &str) -> Result<Connection> {
-        let purpose = if who.actor == "observer" {
-            Purpose::Observer
-        } else {
-            Purpose::Actor
+        let purpose = match who.actor {
+            "observer" => Purpose::Observer,
+            "bench" => Purpose::Bench,
+            _ => Purpose::Actor,
         };
         let mut process = self.start(purpose, who.actor, who.incarnation)?;
         let tick = self.config.clock.now();
