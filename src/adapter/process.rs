@@ -157,9 +157,11 @@ impl AdapterProcess {
         self.next_id += 1;
         let line = protocol::request_line(id, op, tick, fields);
         let written = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush());
+        // A process that is gone may still have left its last words in the
+        // pipe: read them even when the request could not be written.
         let answer = match written {
             Ok(()) => self.stdout.read_line(self.timeout),
-            Err(_) => Err(ReadError::Eof),
+            Err(_) => self.stdout.read_line(Duration::from_millis(100)),
         };
         let answer = match answer {
             Ok(answer) => answer,

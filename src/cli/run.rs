@@ -180,7 +180,10 @@ fn run_scenario(
             "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
             loaded.label(),
             loaded.origin(),
-            loaded.scenario.store,
+            match &options.sut {
+                runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
+                runner::Sut::Scenario => loaded.scenario.store.clone(),
+            },
             workload.trips_count,
             workload.writers_count,
             workload.workers_count,
@@ -241,7 +244,10 @@ fn run_scenario(
     let summary = ScenarioSummary {
         scenario: loaded.label(),
         path: loaded.path.display().to_string(),
-        store: loaded.scenario.store.clone(),
+        store: match &options.sut {
+            runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
+            runner::Sut::Scenario => loaded.scenario.store.clone(),
+        },
         seeds: results.len() as u64,
         passed: results.iter().filter(|r| r.ok).count() as u64,
         failed: failing.len() as u64,
