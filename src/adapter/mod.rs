@@ -238,7 +238,8 @@ pub fn tail(text: &str, lines: usize) -> String {
         .join("\n")
 }
 
-/// SHA-256 (first 16 hex digits) of every word of `command` that names a file.
+/// SHA-256 (first 16 hex digits) of every word of `command` that names a
+/// file: the adapter's scripts. Executables (the interpreter) are left out.
 fn file_hashes(command: &str) -> BTreeMap<String, String> {
     command
         .split_whitespace()
@@ -246,6 +247,9 @@ fn file_hashes(command: &str) -> BTreeMap<String, String> {
         .filter(|word| Path::new(word).is_file())
         .filter_map(|word| {
             let bytes = std::fs::read(word).ok()?;
+            if bytes.starts_with(b"\x7fELF") {
+                return None;
+            }
             let digest = Sha256::digest(&bytes);
             Some((word.to_string(), crate::store::service::hex16(&digest)))
         })

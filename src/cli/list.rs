@@ -1,6 +1,7 @@
 //! `crashsim list`: what there is to run and what is checked.
 
 use super::ListArgs;
+use super::sut::Choice;
 use crate::check::Invariant;
 use crate::exit::Exit;
 use crate::sim::faults::KillPoint;
@@ -8,6 +9,9 @@ use crate::store::registry;
 use crate::vfs::crash::Model;
 
 pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
+    if args.sut.sut.is_some() {
+        return describe_sut(args);
+    }
     super::scenarios::print_list(args.scenarios.as_deref())?;
     println!("\nimplementations (scenario key `store`):");
     for implementation in registry::all() {
@@ -33,6 +37,33 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
             " (not checked yet: needs leases)"
         };
         println!("  {:<4} {}{status}", invariant.to_string(), invariant.title());
+    }
+    Ok(Exit::Pass)
+}
+
+/// `list --sut CMD`: the outside store as its handshake describes it, and
+/// the kill points it lets the simulator reach.
+fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
+    let choice = Choice::from_args(&args.sut, super::ModeArg::InProcess, None)?;
+    let Choice::Outside(adapter) = &choice else {
+        return Ok(Exit::BadInput);
+    };
+    println!("{}", choice.describe());
+    let unreachable = KillPoint::unreachable(crate::store::Implementation::roles(&**adapter));
+    println!("\nkill points:");
+    for point in KillPoint::ALL {
+        let reach = if unreachable.contains(&point) {
+            "unreachable: the transaction is one call (call granularity)"
+        } else {
+            point.describe()
+        };
+        println!("  {:<32} {reach}", point.name());
+    }
+    if !adapter.files().is_empty() {
+        println!("\nfiles its command names (recorded in reports and capsules):");
+        for (file, hash) in adapter.files() {
+            println!("  {file}  sha256 {hash}…");
+        }
     }
     Ok(Exit::Pass)
 }

@@ -296,6 +296,10 @@ pub struct ListArgs {
     /// scenarios, if it exists).
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
+    /// Also describe this outside store: what its handshake says, and which
+    /// kill points it lets the simulator reach.
+    #[command(flatten)]
+    pub sut: SutArgs,
 }
 
 #[derive(Args, Debug)]

@@ -33,6 +33,21 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
     let mut failed = 0;
     for (path, capsule) in &capsules {
         let loaded = capsule.loaded(path);
+        // A capsule of an outside store replays against the command it records.
+        let options = match &capsule.sut {
+            Some(sut) => {
+                let args = super::SutArgs {
+                    sut: Some(sut.command.clone()),
+                    ..args.sut.clone()
+                };
+                let choice = super::sut::Choice::from_args(&args, super::ModeArg::InProcess, None)?;
+                Options {
+                    sut: choice.sut(&loaded, &args)?,
+                    ..options.clone()
+                }
+            }
+            None => options.clone(),
+        };
         let result = runner::run_seed_with(&loaded, capsule.seed, &options, capsule.faults())?;
         let verdict = capsule.judge(&result);
         if verdict.is_err() {

@@ -174,6 +174,13 @@ fn run_scenario(
         runner::Sut::Scenario => Default::default(),
     };
     let unreachable = KillPoint::unreachable(roles);
+    if human && !unreachable.is_empty() {
+        let names: Vec<&str> = unreachable.iter().map(|point| point.name()).collect();
+        println!(
+            "note: this store's transactions are single calls: {} cannot be reached",
+            names.join(", ")
+        );
+    }
     let workload = &loaded.scenario.workload;
     if human {
         println!(
