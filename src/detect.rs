@@ -12,21 +12,65 @@
 //! Wall time is measured here (it reports; it steers nothing).
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::adapter::Adapter;
 use crate::check::Invariant;
 use crate::mutants::Mutant;
-use crate::runner::{Options, RunError, run_seed, run_seeds};
+use crate::runner::{Options, RunError, Sut, run_seed, run_seeds};
 use crate::scenario::Loaded;
+
+/// What one row of the table runs instead of the reference: one of
+/// crashsim's mutants, or a variant of an outside store (a command whose
+/// store has a known bug, `crashsim mutants --sut CMD --variant NAME=CMD`).
+#[derive(Clone)]
+pub enum Subject {
+    Mutant(&'static Mutant),
+    Outside { name: String, adapter: Arc<Adapter> },
+}
+
+impl Subject {
+    pub fn name(&self) -> &str {
+        match self {
+            Subject::Mutant(mutant) => mutant.name,
+            Subject::Outside { name, .. } => name,
+        }
+    }
+
+    fn mistake(&self) -> Option<u8> {
+        match self {
+            Subject::Mutant(mutant) => Some(mutant.mistake),
+            Subject::Outside { .. } => None,
+        }
+    }
+
+    /// The scenario and options that run this subject instead of the reference.
+    pub fn prepare(&self, loaded: &Loaded, options: &Options) -> (Loaded, Options) {
+        match self {
+            Subject::Mutant(mutant) => (
+                loaded.clone().with_mutant(mutant.name).expect("mutants resolve"),
+                options.clone(),
+            ),
+            Subject::Outside { name, adapter } => (
+                loaded.clone().with_sut(name),
+                Options {
+                    sut: Sut::Adapter(Arc::clone(adapter)),
+                    ..options.clone()
+                },
+            ),
+        }
+    }
+}
 
 /// Range `r` of a search starts at seed `r << RANGE_SHIFT`.
 pub const RANGE_SHIFT: u32 = 32;
 
-/// How much to measure.
+/// How much to measure. `options.sut` is what the reference row runs (the
+/// scenario's own store, or an outside store).
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// Seeds searched per range before giving up.
@@ -101,12 +145,12 @@ fn median(values: &[Option<u64>], seeds_max: u64) -> Option<u64> {
 }
 
 /// Searches one range; returns (seeds to detection, failing seed, its invariants, wall ms, seeds run).
-fn search(loaded: &Loaded, start: u64, settings: &Settings) -> Result<Search, RunError> {
+fn search(loaded: &Loaded, options: &Options, start: u64, settings: &Settings) -> Result<Search, RunError> {
     #[expect(clippy::disallowed_methods, reason = "detection wall time is a report, not an input")]
     let started = Instant::now();
     for index in 0..settings.seeds_max {
         let seed = start + index;
-        let result = run_seed(loaded, seed, &settings.options)?;
+        let result = run_seed(loaded, seed, options)?;
         if !result.ok {
             return Ok(Search {
                 found: Some((index + 1, seed, result.violations.iter().map(|v| v.invariant).collect())),
@@ -128,13 +172,13 @@ struct Search {
     seeds_run: u64,
 }
 
-fn measure_pair(loaded: &Loaded, settings: &Settings) -> Result<Pair, RunError> {
-    let first = search(loaded, 0, settings)?;
+fn measure_pair(loaded: &Loaded, options: &Options, settings: &Settings) -> Result<Pair, RunError> {
+    let first = search(loaded, options, 0, settings)?;
     let mut seeds_run = first.seeds_run;
     let mut seeds_to_detection = vec![first.found.as_ref().map(|found| found.0)];
     if first.found.is_some() {
         for range in 1..settings.ranges {
-            let next = search(loaded, u64::from(range) << RANGE_SHIFT, settings)?;
+            let next = search(loaded, options, u64::from(range) << RANGE_SHIFT, settings)?;
             seeds_run += next.seeds_run;
             seeds_to_detection.push(next.found.map(|found| found.0));
         }
@@ -152,15 +196,15 @@ fn measure_pair(loaded: &Loaded, settings: &Settings) -> Result<Pair, RunError> 
     })
 }
 
-fn mutant_row(mutant: &Mutant, pairs: Vec<Pair>) -> Row {
+fn mutant_row(subject: &Subject, pairs: Vec<Pair>) -> Row {
     let best = pairs
         .iter()
         .filter(|pair| pair.first_seed.is_some())
         .min_by_key(|pair| pair.median_seeds_to_detection.unwrap_or(u64::MAX));
     let invariants: BTreeSet<Invariant> = pairs.iter().flat_map(|pair| pair.invariants.iter().copied()).collect();
     Row {
-        mutant: mutant.name.to_string(),
-        mistake: Some(mutant.mistake),
+        mutant: subject.name().to_string(),
+        mistake: subject.mistake(),
         caught: best.is_some(),
         invariants: invariants.into_iter().collect(),
         scenario: best.map(|pair| pair.scenario.clone()),
@@ -222,17 +266,17 @@ fn reference_row(scenarios: &[Loaded], settings: &Settings) -> Result<Row, RunEr
 /// as each (mutant, scenario) pair finishes.
 pub fn measure(
     scenarios: &[Loaded],
-    mutants: &[&'static Mutant],
+    mutants: &[Subject],
     settings: &Settings,
     progress: &(dyn Fn(&str, &Pair) + Sync),
 ) -> Result<Vec<Row>, RunError> {
-    let tasks: Vec<(usize, Loaded)> = mutants
+    let tasks: Vec<(usize, Loaded, Options)> = mutants
         .iter()
         .enumerate()
-        .flat_map(|(index, mutant)| {
+        .flat_map(|(index, subject)| {
             scenarios.iter().map(move |loaded| {
-                let with = loaded.clone().with_mutant(mutant.name).expect("mutants resolve");
-                (index, with)
+                let (loaded, options) = subject.prepare(loaded, &settings.options);
+                (index, loaded, options)
             })
         })
         .collect();
@@ -243,10 +287,12 @@ pub fn measure(
             scope.spawn(|| {
                 loop {
                     let task = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((mutant, loaded)) = tasks.get(task) else { break };
-                    let pair = measure_pair(loaded, settings);
+                    let Some((mutant, loaded, options)) = tasks.get(task) else {
+                        break;
+                    };
+                    let pair = measure_pair(loaded, options, settings);
                     if let Ok(pair) = &pair {
-                        progress(mutants[*mutant].name, pair);
+                        progress(mutants[*mutant].name(), pair);
                     }
                     done.lock().expect("no panics while locked").push((task, pair));
                 }

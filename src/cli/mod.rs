@@ -208,6 +208,13 @@ pub struct MutantsArgs {
     /// Only these mutants (default: all).
     #[arg(long)]
     pub mutant: Vec<String>,
+    /// With --sut: a variant of your store with a known bug, as NAME=CMD
+    /// (repeatable). Each is a row of the table, and --sut is the reference
+    /// row, which must pass.
+    #[arg(long, value_name = "NAME=CMD")]
+    pub variant: Vec<String>,
+    #[command(flatten)]
+    pub sut: SutArgs,
     /// Seeds searched per range before a mutant counts as not caught.
     #[arg(long, default_value_t = 200)]
     pub seeds: u64,

@@ -1,17 +1,21 @@
 //! `crashsim mutants`: the detection table. Every mutant against the
 //! scenarios, seeds-to-detection from several start points, and the
 //! reference's row, which must be clean. Exits 1 if a mutant escapes or the
-//! reference fails.
+//! reference fails. With `--sut CMD --variant NAME=CMD…`, the same table for
+//! an outside store: its variants with known bugs as rows, the store itself
+//! as the reference.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
 use super::output::replay_command;
+use super::sut::Choice;
 use super::{Format, MutantsArgs};
-use crate::detect::{self, Row, Settings};
+use crate::detect::{self, Row, Settings, Subject};
 use crate::exit::Exit;
-use crate::mutants::{self, Mutant};
+use crate::mutants;
 use crate::report::{self, atomic, junit, markdown};
 use crate::runner::{self, Options};
 use crate::scenario::{self, Loaded};
@@ -38,14 +42,7 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
         );
     }
     scenarios.retain(|loaded| loaded.scenario.store == "reference");
-    let selected: Vec<&'static Mutant> = if args.mutant.is_empty() {
-        mutants::MUTANTS.iter().collect()
-    } else {
-        args.mutant
-            .iter()
-            .map(|name| mutants::by_name(name).with_context(|| format!("unknown mutant {name:?}")))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let (selected, reference) = subjects(args)?;
     if args.seeds == 0 || args.ranges == 0 {
         bail!("--seeds and --ranges must be at least 1");
     }
@@ -61,12 +58,18 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
             work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
             keep_failed: false,
             keep_traces: false,
-            sut: Default::default(),
+            sut: match &reference {
+                Choice::Outside(adapter) => runner::Sut::Adapter(Arc::clone(adapter)),
+                _ => runner::Sut::Scenario,
+            },
             check_determinism: false,
         },
     };
     let human = args.format == Format::Human;
     if human {
+        if let Choice::Outside(_) = &reference {
+            println!("reference: {}", reference.describe());
+        }
         println!(
             "{} mutant(s) × {} scenario(s), {} range(s) of up to {} seeds each; reference: {} seeds per scenario; {jobs} job(s)",
             selected.len(),
@@ -100,7 +103,7 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
     }
     if let Some(root) = args.reports.root() {
         let dir = root.join("mutants");
-        write_reports(&dir, &rows, &scenarios, &settings)
+        write_reports(&dir, &rows, &selected, &scenarios, &settings, &reference)
             .with_context(|| format!("writing the reports under {}", dir.display()))?;
         if human {
             println!("note: reports written to {}/", dir.display());
@@ -155,7 +158,14 @@ fn print_table(rows: &[Row]) {
 
 /// summary.json, junit.xml, summary.md, and each caught mutant's first
 /// failing seed (trace and page) so the bug can be seen, not only counted.
-fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], settings: &Settings) -> anyhow::Result<()> {
+fn write_reports(
+    dir: &std::path::Path,
+    rows: &[Row],
+    subjects: &[Subject],
+    scenarios: &[Loaded],
+    settings: &Settings,
+    reference: &Choice,
+) -> anyhow::Result<()> {
     let summary = serde_json::json!({
         "git_commit": crate::platform::git_commit(),
         "sqlite_version": crate::platform::sqlite_version(),
@@ -175,7 +185,6 @@ fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], sett
     )?;
     let keep = Options {
         keep_traces: true,
-        sut: Default::default(),
         check_determinism: false,
         ..settings.options.clone()
     };
@@ -186,14 +195,71 @@ fn write_reports(dir: &std::path::Path, rows: &[Row], scenarios: &[Loaded], sett
         let Some(loaded) = scenarios.iter().find(|loaded| &loaded.name == name) else {
             continue;
         };
-        let loaded = if row.mutant == "reference" {
-            loaded.clone()
-        } else {
-            loaded.clone().with_mutant(&row.mutant).map_err(anyhow::Error::msg)?
+        let subject = subjects.iter().find(|subject| subject.name() == row.mutant);
+        let (loaded, options, flags) = match subject {
+            Some(subject @ Subject::Outside { adapter, .. }) => {
+                let (loaded, options) = subject.prepare(loaded, &keep);
+                let flags = Choice::Outside(Arc::clone(adapter)).replay_flags();
+                (loaded, options, flags)
+            }
+            Some(subject) => {
+                let (loaded, options) = subject.prepare(loaded, &keep);
+                (loaded, options, String::new())
+            }
+            None => (loaded.clone(), keep.clone(), reference.replay_flags()),
         };
-        let result = runner::run_seed(&loaded, seed, &keep)?;
+        let result = runner::run_seed(&loaded, seed, &options)?;
         let seed_dir = dir.join(&row.mutant).join(format!("{name}-{seed}"));
-        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed, ""))?;
+        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed, &flags))?;
     }
     Ok(())
+}
+
+/// The rows to measure and the store of the reference row: crashsim's
+/// mutants against its reference, or an outside store's variants
+/// (`--variant NAME=CMD`) against the store itself (`--sut CMD`).
+fn subjects(args: &MutantsArgs) -> anyhow::Result<(Vec<Subject>, Choice)> {
+    if args.sut.sut.is_none() {
+        if !args.variant.is_empty() {
+            bail!("--variant names variants of an outside store: give the store itself with --sut");
+        }
+        let selected = if args.mutant.is_empty() {
+            mutants::MUTANTS.iter().map(Subject::Mutant).collect()
+        } else {
+            args.mutant
+                .iter()
+                .map(|name| {
+                    mutants::by_name(name)
+                        .map(Subject::Mutant)
+                        .with_context(|| format!("unknown mutant {name:?}"))
+                })
+                .collect::<anyhow::Result<_>>()?
+        };
+        return Ok((selected, Choice::Builtin));
+    }
+    if !args.mutant.is_empty() {
+        bail!("--mutant names crashsim's own mistakes; with --sut, give your store's as --variant NAME=CMD");
+    }
+    let reference = Choice::from_args(&args.sut, super::ModeArg::InProcess, None)?;
+    let mut selected = Vec::new();
+    for variant in &args.variant {
+        let Some((name, command)) = variant
+            .split_once('=')
+            .filter(|(name, command)| !name.trim().is_empty() && !command.trim().is_empty())
+        else {
+            bail!("--variant {variant:?}: expected NAME=CMD");
+        };
+        let sut = super::SutArgs {
+            sut: Some(command.trim().to_string()),
+            ..args.sut.clone()
+        };
+        let Choice::Outside(adapter) = Choice::from_args(&sut, super::ModeArg::InProcess, None)? else {
+            unreachable!("--sut was given");
+        };
+        selected.push(Subject::Outside {
+            name: name.trim().to_string(),
+            adapter,
+        });
+    }
+    Ok((selected, reference))
 }
