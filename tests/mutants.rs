@@ -4,7 +4,7 @@
 mod common;
 
 use common::{crashsim, load, stdout, work_dir};
-use crashsim::detect::{Settings, measure};
+use crashsim::detect::{Settings, Subject, measure};
 use crashsim::mutants::MUTANTS;
 use crashsim::runner::Options;
 
@@ -25,7 +25,7 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
             check_determinism: false,
         },
     };
-    let mutants: Vec<_> = MUTANTS.iter().collect();
+    let mutants: Vec<_> = MUTANTS.iter().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
     assert_eq!(rows.len(), MUTANTS.len() + 1);
     let (reference, mutant_rows) = rows.split_last().unwrap();
