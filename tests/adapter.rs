@@ -276,3 +276,40 @@ fn flags_that_contradict_are_bad_input() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("power loss"), "{}", stderr(&output));
 }
+
+#[test]
+fn the_detection_table_measures_an_outside_stores_own_variants() {
+    let serve = |name: &str| format!("{} serve {name}", exe().display());
+    let variant = format!("dedup-less={}", serve("no_dedup"));
+    let output = crashsim(&[
+        "mutants",
+        "--scenario",
+        "tests/fixtures/detect.toml",
+        "--sut",
+        &serve("reference"),
+        "--variant",
+        &variant,
+        "--seeds",
+        "5",
+        "--ranges",
+        "1",
+        "--reference-seeds",
+        "1",
+        "--no-report",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    let row = text
+        .lines()
+        .find(|line| line.starts_with("dedup-less"))
+        .unwrap_or_default();
+    assert!(row.contains("yes") && row.contains("I2"), "{text}");
+    assert!(text.contains("reference") && text.contains("clean"), "{text}");
+
+    let output = crashsim(&["mutants", "--sut", &serve("reference"), "--variant", "no-equals-sign"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("expected NAME=CMD"), "{}", stderr(&output));
+    let output = crashsim(&["mutants", "--variant", &variant]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--sut"), "{}", stderr(&output));
+}
