@@ -113,21 +113,8 @@ impl Snapshot {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let outbox = store
-            .prepare(
-                "SELECT command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result
-                   FROM outbox ORDER BY rowid",
-            )?
-            .query_map([], |row| {
-                Ok(OutboxRow {
-                    command_id: row.get(0)?,
-                    workflow_id: row.get(1)?,
-                    event_seq: row.get(2)?,
-                    kind: row.get(3)?,
-                    payload: row.get(4)?,
-                    done: row.get(5)?,
-                    result: row.get(6)?,
-                })
-            })?
+            .prepare(&format!("SELECT {} FROM outbox ORDER BY rowid", super::outbox::COLUMNS))?
+            .query_map([], super::outbox::row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let store_integrity = integrity(&store)?;
         Ok(Snapshot {

@@ -5,9 +5,11 @@ use rusqlite::{Connection, Row, params};
 use super::Result;
 use crate::model::{Command, OutboxRow, command_id};
 
-const COLUMNS: &str = "command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result";
+/// The columns `row` reads, in its order.
+pub(super) const COLUMNS: &str = "command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result";
 
-fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+/// An outbox row from a query of `COLUMNS`.
+pub(super) fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
         command_id: row.get(0)?,
         workflow_id: row.get(1)?,
