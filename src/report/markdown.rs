@@ -10,7 +10,11 @@ use crate::shrink::Size;
 fn kill_rows(summary: &ScenarioSummary) -> String {
     let mut text = String::from("| kill point | reached | fired |\n|---|---:|---:|\n");
     for (point, count) in &summary.kills {
-        let _ = writeln!(text, "| `{point}` | {} | {} |", count.reached, count.fired);
+        if summary.unreachable.iter().any(|name| name == point) {
+            let _ = writeln!(text, "| `{point}` | unreachable (call granularity) | |");
+        } else {
+            let _ = writeln!(text, "| `{point}` | {} | {} |", count.reached, count.fired);
+        }
     }
     text
 }
@@ -40,6 +44,22 @@ pub fn run(summary: &RunSummary) -> String {
     }
     for scenario in &summary.scenarios {
         let _ = writeln!(text, "\n## {}\n", scenario.scenario);
+        if let Some(sut) = &scenario.sut {
+            let files: Vec<String> = sut.files.iter().map(|(file, hash)| format!("`{file}` {hash}")).collect();
+            let _ = writeln!(
+                text,
+                "Store under test: {} {} via `{}`: {}{}\n",
+                sut.name,
+                sut.version.as_deref().unwrap_or(""),
+                sut.command,
+                sut.roles.describe(),
+                if files.is_empty() {
+                    String::new()
+                } else {
+                    format!("; files {}", files.join(", "))
+                }
+            );
+        }
         if scenario.violations_by_invariant.is_empty() {
             text.push_str("Every invariant held.\n\n");
         } else {
