@@ -15,6 +15,7 @@
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
+//! - `harness`   the library API: your own Rust store under a scenario and seeds, verdicts, replays, reports.
 //! - `determinism` D1: a seed run twice, and the first answer that differed.
 //! - `detect`    detection power: seeds-to-detection of each mutant, the reference kept clean.
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
@@ -35,6 +36,7 @@ pub mod detect;
 pub mod determinism;
 pub mod durability;
 pub mod exit;
+pub mod harness;
 pub mod model;
 pub mod mutants;
 pub mod platform;

@@ -1,0 +1,58 @@
+//! `HarnessError`: why a run gave no verdict. A violated invariant is not
+//! an error (it is a verdict, in `RunOutcome`); these are the cases where
+//! there is nothing to judge: bad input to the builder, a scenario that does
+//! not parse, a seed whose setup failed, a panic in the code under test, a
+//! report that could not be written.
+
+use std::path::PathBuf;
+
+use crate::runner::RunError;
+use crate::scenario::ScenarioError;
+
+/// A run (or replay) that could not give a verdict.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    /// The scenario could not be found, read or validated; the message names
+    /// the file (or the `scenario_text` name), line and key.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A builder value that cannot run: no seeds, zero jobs, a work
+    /// directory that is not a directory, an unusable scenario name.
+    #[error("{0}")]
+    Invalid(String),
+    /// A seed could not be set up or run to the end (the implementation's
+    /// `system` failed, its `dump` failed, a work directory could not be
+    /// created): no verdict for that seed, and the run stops.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The code under test (or crashsim) panicked during a seed. The panic
+    /// message was also printed by the panic hook, with its location.
+    #[error("seed {seed}: panicked: {message}; replay with `{replay}`")]
+    Panicked {
+        seed: u64,
+        message: String,
+        /// The Rust call that runs this seed again.
+        replay: String,
+    },
+    /// Recovery after a power cut failed. crashsim judges what a cut left by
+    /// reading the files with its reference schema (`Snapshot::read_via`),
+    /// so a store with a schema of its own cannot run power-loss scenarios.
+    #[error(
+        "seed {seed}: recovery after a power cut failed ({detail}); {scenario} cuts the power, and crashsim \
+         judges what survived by reading the files with its reference schema (`store::Snapshot::read`), \
+         which a store with a schema of its own does not have"
+    )]
+    PowerLoss {
+        seed: u64,
+        scenario: String,
+        detail: String,
+    },
+    /// A report file could not be written.
+    #[error("writing the report under {}", path.display())]
+    Report {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
