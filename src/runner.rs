@@ -173,6 +173,14 @@ pub fn run_seed_on(
     let simulator = Simulator::new(&loaded.scenario, implementation, seed, dir.path(), faults)
         .map_err(|source| RunError::Sim { seed, source })?;
     let output = simulator.run().map_err(|source| RunError::Sim { seed, source })?;
+    if output.fault_points == Some(0) && !output.events.is_empty() {
+        return Err(RunError::Unsupported(format!(
+            "scenario {} cuts the power, but no write of {} went through the crash VFS: its connections \
+             must open through the VFS their settings name (SqliteSettings::vfs)",
+            loaded.label(),
+            implementation.name()
+        )));
+    }
     let snapshot = output.snapshot;
     let mut violations = check::check(&check::Input {
         events: &output.events,

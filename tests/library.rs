@@ -362,26 +362,30 @@ fn bad_input_is_an_error_not_a_panic() {
     }
 }
 
-/// A store built on crashsim's reference files, which power loss can judge;
-/// it borrows its name, so nothing about it is `'static`.
-struct OnReferenceFiles<'n> {
+/// The reference under another name, whose connections ignore the VFS their
+/// settings name: power loss cannot reach it. It borrows its name, so
+/// nothing about it is `'static`.
+struct PastTheVfs<'n> {
     name: &'n str,
 }
 
-impl Implementation for OnReferenceFiles<'_> {
+impl Implementation for PastTheVfs<'_> {
     fn name(&self) -> &str {
         self.name
     }
     fn description(&self) -> &str {
-        "the reference's files under another name"
+        "the reference, its files opened past the run's VFS"
     }
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
-        Ok(Box::new(crashsim::store::reference::ReferenceSystem::create(config)?))
+        let mut plain = config.clone();
+        plain.store_sqlite.vfs = None;
+        plain.receiver_sqlite.vfs = None;
+        Ok(Box::new(crashsim::store::reference::ReferenceSystem::create(&plain)?))
     }
 }
 
 #[test]
-fn power_loss_needs_the_reference_schema_and_says_so() {
+fn power_loss_reaches_a_store_through_its_vfs_and_says_when_it_cannot() {
     let cut = "[workload]\ntrips_count = 2\nwriters_count = 1\nworkers_count = 1\nreceivers_count = 1\n\
                [[script]]\ntick = 30\npower_cut = true\n";
     let harness = |implementation| {
@@ -390,16 +394,20 @@ fn power_loss_needs_the_reference_schema_and_says_so() {
             .unwrap()
             .seeds([0])
     };
-    let error = harness(&MyStore).run().err().unwrap();
-    assert!(matches!(error, HarnessError::PowerLoss { seed: 0, .. }), "{error:?}");
-
-    let name = String::from("on_reference_files");
-    let on_reference = OnReferenceFiles { name: &name };
-    let outcome = harness(&on_reference).run().unwrap();
+    // The example opens every connection, its dump's too, through the VFS.
+    let outcome = harness(&MyStore).run().unwrap();
     assert!(outcome.passed(), "{outcome}");
-    assert_eq!(outcome.results()[0].scenario, "cut+on_reference_files");
-    let replay = harness(&on_reference).replay(0).unwrap();
+    let replay = harness(&MyStore).replay(0).unwrap();
     assert!(replay.trace().contains("POWER CUT"), "{replay}");
+    assert!(replay.trace().contains("recovered"), "{replay}");
+
+    let name = String::from("past_the_vfs");
+    let error = harness(&PastTheVfs { name: &name }).run().err().unwrap();
+    let message = error.to_string();
+    assert!(
+        message.contains("no write of past_the_vfs went through the crash VFS"),
+        "{message}"
+    );
 }
 
 /// An implementation whose code panics.

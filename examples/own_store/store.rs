@@ -145,8 +145,8 @@ impl System for MySystem {
     }
 
     fn dump(&mut self) -> Result<Snapshot> {
-        let mut snapshot = dump_store(&self.config.store_path)?;
-        let receiver = dump_receiver(&self.config.receiver_path)?;
+        let mut snapshot = dump_store(&self.config.store_path, &self.config.store_sqlite)?;
+        let receiver = dump_receiver(&self.config.receiver_path, &self.config.receiver_sqlite)?;
         snapshot.effects = receiver.effects;
         snapshot.dedup = receiver.dedup;
         snapshot.receiver_integrity = receiver.receiver_integrity;
@@ -154,11 +154,10 @@ impl System for MySystem {
     }
 }
 
-fn read_only(path: &Path) -> Result<Connection> {
-    Ok(Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?)
+/// A connection to dump `path` with: read-only, or through the run's VFS
+/// in a power-loss run (after a cut the WAL index is rebuilt, which writes).
+fn read_only(path: &Path, settings: &SqliteSettings) -> Result<Connection> {
+    Ok(crashsim::store::dump::open(path, settings.vfs)?)
 }
 
 fn integrity(conn: &Connection) -> Result<String> {
@@ -168,8 +167,8 @@ fn integrity(conn: &Connection) -> Result<String> {
 }
 
 /// `events` by workflow and seq, `outbox` in commit order.
-fn dump_store(path: &Path) -> Result<Snapshot> {
-    let conn = read_only(path)?;
+fn dump_store(path: &Path, settings: &SqliteSettings) -> Result<Snapshot> {
+    let conn = read_only(path, settings)?;
     let events = conn
         .prepare("SELECT stream, version, type, data FROM history ORDER BY stream, version")?
         .query_map([], |row| {
@@ -194,8 +193,8 @@ fn dump_store(path: &Path) -> Result<Snapshot> {
 }
 
 /// `effects` by id, `dedup` by key.
-fn dump_receiver(path: &Path) -> Result<Snapshot> {
-    let conn = read_only(path)?;
+fn dump_receiver(path: &Path, settings: &SqliteSettings) -> Result<Snapshot> {
+    let conn = read_only(path, settings)?;
     let effects = conn
         .prepare("SELECT id, idempotency_key, kind, params, outcome FROM bookings ORDER BY id")?
         .query_map([], |row| {

@@ -35,19 +35,6 @@ pub enum HarnessError {
         /// The Rust call that runs this seed again.
         replay: String,
     },
-    /// Recovery after a power cut failed. crashsim judges what a cut left by
-    /// reading the files with its reference schema (`Snapshot::read_via`),
-    /// so a store with a schema of its own cannot run power-loss scenarios.
-    #[error(
-        "seed {seed}: recovery after a power cut failed ({detail}); {scenario} cuts the power, and crashsim \
-         judges what survived by reading the files with its reference schema (`store::Snapshot::read`), \
-         which a store with a schema of its own does not have"
-    )]
-    PowerLoss {
-        seed: u64,
-        scenario: String,
-        detail: String,
-    },
     /// A report file could not be written.
     #[error("writing the report under {}", path.display())]
     Report {

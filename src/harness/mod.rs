@@ -98,7 +98,6 @@ use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded, Source};
 use crate::sim::faults::FaultSource;
 use crate::store::Implementation;
-use crate::trace::Op;
 
 /// The seeds a run takes when `seeds` is not called: those of `crashsim run`.
 const DEFAULT_SEEDS: std::ops::Range<u64> = 0..100;
@@ -328,10 +327,9 @@ impl<'a> Harness<'a> {
 
     /// One seed (twice with `check_determinism`), a panic caught as an error.
     fn run_one(&self, loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedResult, HarnessError> {
-        let power = loaded.scenario.power_enabled();
         let once = |keep_traces: bool| {
             let options = Options {
-                keep_traces: keep_traces || power,
+                keep_traces,
                 check_determinism: false,
                 ..options.clone()
             };
@@ -343,9 +341,6 @@ impl<'a> Harness<'a> {
                 message: panic_message(panic.as_ref()),
                 replay: self.replay_call(seed),
             })??;
-            if power {
-                Self::check_recoveries(loaded, &result)?;
-            }
             Ok::<_, HarnessError>(result)
         };
         if !options.check_determinism {
@@ -358,26 +353,6 @@ impl<'a> Harness<'a> {
             first.ok = false;
         }
         Ok(forget_if_passed(first, options.keep_traces))
-    }
-
-    /// After a power cut the simulator reads the files with the reference
-    /// schema (`Snapshot::read_via`); when that fails (a store with its own
-    /// schema) the cut cannot be judged, and the run says so rather than
-    /// give a verdict that skipped it.
-    fn check_recoveries(loaded: &Loaded, result: &SeedResult) -> Result<(), HarnessError> {
-        let events = result.events.as_deref().unwrap_or_default();
-        let failed = events.iter().find_map(|event| match &event.op {
-            Op::Failed { step, error } if step == "recovery" => Some(error.clone()),
-            _ => None,
-        });
-        match failed {
-            Some(detail) => Err(HarnessError::PowerLoss {
-                seed: result.seed,
-                scenario: loaded.name.clone(),
-                detail,
-            }),
-            None => Ok(()),
-        }
     }
 }
 

@@ -45,7 +45,11 @@ pub fn run(summary: &RunSummary) -> String {
     for scenario in &summary.scenarios {
         let _ = writeln!(text, "\n## {}\n", scenario.scenario);
         if let Some(sut) = &scenario.sut {
-            let files: Vec<String> = sut.files.iter().map(|(file, hash)| format!("`{file}` {hash}")).collect();
+            let files: Vec<String> = sut
+                .files
+                .iter()
+                .map(|(file, hash)| format!("`{file}` {hash}"))
+                .collect();
             let _ = writeln!(
                 text,
                 "Store under test: {} {} via `{}`: {}{}\n",

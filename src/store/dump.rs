@@ -51,6 +51,15 @@ pub struct Snapshot {
     pub receiver_integrity: String,
 }
 
+/// Opens a database to dump it: read-only, or, through the run's VFS when
+/// there is one (a power-loss run), read-write, since after a power cut the
+/// WAL index must be rebuilt. Every `System::dump` opens its files this way
+/// (or as carefully): a dump that cannot read the files after a cut is
+/// judged as a failed integrity check (I9).
+pub fn open(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection> {
+    open_read_only(path, vfs)
+}
+
 fn open_read_only(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection> {
     match vfs {
         None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX),

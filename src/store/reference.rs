@@ -110,9 +110,14 @@ impl ReferenceSystem {
     }
 
     /// The canonical dump of files with the reference schema: every
-    /// implementation built on the reference's files dumps this way.
+    /// implementation built on the reference's files dumps this way, through
+    /// the run's VFS when it has one (after a power cut, the crash VFS).
     pub fn dump_files(config: &SystemConfig) -> Result<Snapshot> {
-        Ok(Snapshot::read(&config.store_path, &config.receiver_path)?)
+        Ok(Snapshot::read_via(
+            &config.store_path,
+            &config.receiver_path,
+            config.store_sqlite.vfs,
+        )?)
     }
 }
 

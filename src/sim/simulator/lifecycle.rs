@@ -167,7 +167,6 @@ impl Simulator<'_> {
         }
         self.system = None;
         let power = self.power.as_mut().expect("checked above");
-        let vfs = power.vfs.name();
         match power.restore(point) {
             Ok((drawn, restored)) => {
                 if drawn {
@@ -193,7 +192,15 @@ impl Simulator<'_> {
                 self.record(ActorId::SIM, op);
             }
         }
-        match Snapshot::read_via(&self.store_path, &self.receiver_path, Some(vfs)) {
+        // Recovery is what the implementation finds when it starts again:
+        // its own set-up, then its own dump (through the run's VFS), the one
+        // path every checker reads.
+        let recovered = self.implementation.system(&self.config).and_then(|mut system| {
+            let snapshot = system.dump();
+            self.system = Some(system);
+            snapshot
+        });
+        let snapshot = match recovered {
             Ok(snapshot) => {
                 self.record(
                     ActorId::SIM,
@@ -205,32 +212,32 @@ impl Simulator<'_> {
                         receiver_integrity: snapshot.receiver_integrity.clone(),
                     },
                 );
-                self.recoveries.push(Recovery {
-                    tick: self.now,
-                    point,
-                    snapshot,
-                });
+                snapshot
             }
             Err(error) => {
+                let error = error.to_string();
                 let op = Op::Failed {
                     step: "recovery".to_string(),
-                    error: error.to_string(),
+                    error: error.clone(),
                 };
                 self.record(ActorId::SIM, op);
+                // Unreadable after the cut: judged as a failed integrity
+                // check, and every cut keeps its place in the recoveries.
+                let unreadable = format!("unreadable after the cut: {error}");
+                Snapshot {
+                    store_integrity: unreadable.clone(),
+                    receiver_integrity: unreadable,
+                    ..Snapshot::default()
+                }
             }
-        }
-        match self.implementation.system(&self.config) {
-            Ok(mut system) => {
-                self.observer = system.open_store(&super::OBSERVER).ok();
-                self.system = Some(system);
-            }
-            Err(error) => {
-                let op = Op::Failed {
-                    step: "recovery".to_string(),
-                    error: error.to_string(),
-                };
-                self.record(ActorId::SIM, op);
-            }
+        };
+        self.recoveries.push(Recovery {
+            tick: self.now,
+            point,
+            snapshot,
+        });
+        if let Some(system) = self.system.as_deref_mut() {
+            self.observer = system.open_store(&super::OBSERVER).ok();
         }
     }
 
