@@ -7,11 +7,16 @@ use crate::store::Synchronous;
 /// gives a WAL that is rewritten in place after its first checkpoint.
 pub const LIMIT: &str = "raw_overwrite_fsync_4k";
 
+/// The same limit for a SQLite that syncs with `fdatasync`.
+pub const FDATASYNC_LIMIT: &str = "raw_overwrite_fdatasync_4k";
+
 /// How a configuration writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `bytes` written over a preallocated region, then `fsync`.
     RawOverwriteFsync { bytes: usize },
+    /// The same, then `fdatasync` (what a SQLite built with `HAVE_FDATASYNC` calls).
+    RawOverwriteFdatasync { bytes: usize },
     /// `frames` WAL frames (24-byte header + 4 KiB page each, written as
     /// SQLite writes them, unaligned) over a preallocated region, then `fsync`.
     RawWalFrames { frames: usize },
@@ -68,6 +73,11 @@ pub fn all() -> Vec<Config> {
             LIMIT,
             Kind::RawOverwriteFsync { bytes: 4096 },
             "the limit: 4 KiB overwrite + fsync, as a WAL after its first checkpoint",
+        ),
+        config(
+            FDATASYNC_LIMIT,
+            Kind::RawOverwriteFdatasync { bytes: 4096 },
+            "4 KiB overwrite + fdatasync: the limit of a SQLite built with HAVE_FDATASYNC (crashsim's calls fsync)",
         ),
         config(
             "raw_wal_frames2_fsync",

@@ -356,7 +356,7 @@ pub(crate) mod tests {
     fn ratios_are_to_the_limit_and_targets_compare_medians() {
         let record = record();
         assert_eq!(record.config(LIMIT).unwrap().ratio_to_limit, 1.0);
-        assert_eq!(record.config("raw_wal_frames2_fsync").unwrap().ratio_to_limit, 2.0);
+        assert_eq!(record.config("raw_overwrite_fdatasync_4k").unwrap().ratio_to_limit, 2.0);
         let append = record.config("append_full").unwrap().appends_per_s;
         let target = record
             .targets

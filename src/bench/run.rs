@@ -86,6 +86,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
         })?;
         let keeper = match config.kind {
             Kind::RawOverwriteFsync { .. }
+            | Kind::RawOverwriteFdatasync { .. }
             | Kind::RawWalFrames { .. }
             | Kind::RawAppendFdatasync { .. }
             | Kind::ConnPerAppend => None,
@@ -135,7 +136,8 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
         source,
     };
     match config.kind {
-        Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget).map_err(io),
+        Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget, false).map_err(io),
+        Kind::RawOverwriteFdatasync { bytes } => raw::overwrite_fsync(dir, bytes, budget, true).map_err(io),
         Kind::RawWalFrames { frames } => raw::wal_frames_fsync(dir, frames, budget).map_err(io),
         Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
         Kind::Append { synchronous, commands } => {
