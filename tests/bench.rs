@@ -1,5 +1,8 @@
 //! `crashsim bench` end to end: `--quick` on a temporary directory prints one
-//! JSON object with the documented schema and writes the report files.
+//! JSON object with the documented schema and writes the report files; with
+//! `--sut`, an outside store (crashsim's own `serve reference`, and the
+//! Python example where python3 exists) is measured in the same run, and a
+//! command that is no usable adapter is exit code 2 with a message.
 //! Correctness only: no timing is asserted.
 
 mod common;
@@ -7,11 +10,11 @@ mod common;
 use common::{crashsim, stderr, stdout};
 use serde_json::Value;
 
-/// Every configuration object carries at least these numbers.
-const FIELDS: [&str; 8] = [
+/// Every configuration object carries at least these numbers
+/// (`fsyncs_per_commit` too, unless it measured an outside store).
+const FIELDS: [&str; 7] = [
     "appends_per_s",
     "commits_per_s",
-    "fsyncs_per_commit",
     "p50_us",
     "p99_us",
     "max_us",
@@ -41,6 +44,8 @@ fn check_schema(record: &Value) {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     for config in configs {
+        assert_eq!(config["sut"], false, "{config}");
+        assert!(config["fsyncs_per_commit"].as_f64().is_some(), "{config}");
         for field in FIELDS {
             let value = config[field].as_f64();
             assert!(
@@ -66,6 +71,7 @@ fn check_schema(record: &Value) {
         .unwrap();
     assert_eq!(per_append["fsyncs_per_commit"].as_f64(), Some(5.0), "{per_append}");
     assert!(!record["targets"].as_array().unwrap().is_empty());
+    assert!(record["sut"].is_null(), "no outside store: {}", record["sut"]);
 }
 
 #[test]
@@ -136,4 +142,218 @@ fn the_default_directory_is_never_tmpfs() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("tmpfs"), "{}", stderr(&output));
+}
+
+/// crashsim's own reference served over the adapter protocol: an outside
+/// store that needs no Python.
+fn served_reference() -> String {
+    format!("'{}' serve reference", env!("CARGO_BIN_EXE_crashsim"))
+}
+
+/// A directory on the build's disk (a temporary directory may be tmpfs).
+fn disk_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// `bench --quick --rounds 2 --format json --sut SUT` in `dir`, plus `extra`.
+fn bench_sut(dir: &std::path::Path, sut: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "bench",
+        "--quick",
+        "--rounds",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+        "--sut",
+        sut,
+    ];
+    args.extend_from_slice(extra);
+    crashsim(&args)
+}
+
+/// The outside store's part of a record: its configurations flagged, their
+/// fsyncs unknown (null, never 0), the ping and the ratios present.
+fn check_sut_schema(record: &Value, name: &str, expected: &[&str]) {
+    let configs = record["configs"].as_array().expect("configs is a list");
+    let names: Vec<&str> = configs.iter().map(|config| config["name"].as_str().unwrap()).collect();
+    assert_eq!(names, expected);
+    for config in configs {
+        let sut = config["name"].as_str().unwrap().starts_with("sut_");
+        assert_eq!(config["sut"], sut, "{config}");
+        assert_eq!(config["fsyncs_per_commit"].is_null(), sut, "{config}");
+        for field in FIELDS {
+            assert!(
+                config[field]
+                    .as_f64()
+                    .is_some_and(|value| value.is_finite() && value >= 0.0),
+                "{}.{field} = {}",
+                config["name"],
+                config[field]
+            );
+        }
+        assert!(config["appends_per_s"].as_f64().unwrap() > 0.0, "{config}");
+    }
+    let sut = &record["sut"];
+    assert_eq!(sut["name"], name, "{sut}");
+    assert!(
+        sut["command"].as_str().is_some_and(|command| !command.is_empty()),
+        "{sut}"
+    );
+    assert!(sut["granularity"].is_string(), "{sut}");
+    let own: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|name| name.starts_with("sut_"))
+        .collect();
+    assert_eq!(sut["configs"], serde_json::json!(own));
+    let p50 = sut["ping_p50_us"].as_f64().expect("the ping's p50");
+    let p99 = sut["ping_p99_us"].as_f64().expect("the ping's p99");
+    assert!(p50 > 0.0 && p99 >= p50, "{sut}");
+    for ratio in ["append_vs_limit", "ping_share_of_append_p50"] {
+        let value = sut["ratios"][ratio].as_f64();
+        assert!(
+            value.is_some_and(|value| value.is_finite() && value > 0.0),
+            "{ratio}: {sut}"
+        );
+    }
+}
+
+#[test]
+fn sut_benches_an_outside_store_next_to_the_limit_and_the_reference() {
+    let dir = disk_dir();
+    let reports = dir.path().join("reports");
+    let output = bench_sut(
+        dir.path(),
+        &served_reference(),
+        &["--report", reports.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let record: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+    let expected = [
+        "raw_overwrite_fsync_4k",
+        "raw_overwrite_fdatasync_4k",
+        "raw_wal_frames2_fsync",
+        "raw_append_fdatasync_4k",
+        "raw_append_fdatasync_200b",
+        "append_full",
+        "append_outbox1_full",
+        "sut_append_full",
+        "sut_append_outbox1_full",
+        "sut_ping",
+    ];
+    check_sut_schema(&record, "reference", &expected);
+    for ratio in ["append_vs_reference", "outbox1_vs_reference"] {
+        assert!(
+            record["sut"]["ratios"][ratio].as_f64().is_some(),
+            "{ratio}: {}",
+            record["sut"]
+        );
+    }
+    let append = record["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "sut_append_full")
+        .unwrap();
+    assert!(
+        append.get("note").is_none(),
+        "the served reference's WAL is steady: {append}"
+    );
+
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("bench/bench.json")).unwrap()).unwrap();
+    check_sut_schema(&written, "reference", &expected);
+    let markdown = std::fs::read_to_string(reports.join("bench/bench.md")).unwrap();
+    assert!(
+        markdown.contains("`sut_ping`") && markdown.contains("## Outside store"),
+        "{markdown}"
+    );
+    let svg = std::fs::read_to_string(reports.join("bench/bench.svg")).unwrap();
+    assert!(
+        svg.contains(">sut_append_full</text>") && svg.contains("reference"),
+        "{svg}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["reports"], "the bench removed its work directory");
+}
+
+#[test]
+fn the_python_example_store_benches_too() {
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set, so this must run, but /usr/bin/python3 is missing"
+        );
+        eprintln!("note: skipping the Python bench: /usr/bin/python3 is missing (with CI set, this fails)");
+        return;
+    }
+    let dir = disk_dir();
+    let output = bench_sut(
+        dir.path(),
+        "/usr/bin/python3 adapters/python/example_store.py",
+        &["--only", "sut_", "--no-report"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let record: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+    check_sut_schema(
+        &record,
+        "example_store",
+        &[
+            "raw_overwrite_fsync_4k",
+            "sut_append_full",
+            "sut_append_outbox1_full",
+            "sut_ping",
+        ],
+    );
+    assert!(
+        record["sut"]["ratios"]["append_vs_reference"].is_null(),
+        "append_full did not run: {}",
+        record["sut"]
+    );
+}
+
+#[test]
+fn a_sut_that_is_no_usable_adapter_exits_2_naming_it() {
+    let dir = disk_dir();
+    let run = |sut: &str, extra: &[&str]| {
+        let mut args = vec!["--no-report"];
+        args.extend_from_slice(extra);
+        let output = bench_sut(dir.path(), sut, &args);
+        assert_eq!(output.status.code(), Some(2), "{sut}: {}", stderr(&output));
+        assert!(stdout(&output).trim().is_empty(), "{sut}: {}", stdout(&output));
+        stderr(&output)
+    };
+    for sut in ["true", "echo hi"] {
+        let message = run(sut, &[]);
+        assert!(message.contains(&format!("`{sut}`")), "{message}");
+    }
+    let receiver_only = r#"read l; echo '{"id":0,"ok":{"protocol":1,"name":"inbox","roles":{"receiver":"call"}}}'"#;
+    let message = run(receiver_only, &[]);
+    assert!(message.contains("serves no store role"), "{message}");
+    // Answers its handshake and `setup`/`open`, then exits: dies in the first sample.
+    let dies = r#"read l; echo '{"id":0,"ok":{"protocol":1,"name":"dies","roles":{"store":"call"}}}'; read l; echo '{"id":1,"ok":{}}'; echo 'bye from the adapter' >&2"#;
+    let message = run(dies, &["--only", "sut_append_full"]);
+    assert!(
+        message.contains("sut_append_full") && message.contains("exited"),
+        "{message}"
+    );
+    assert!(
+        message.contains("bye from the adapter"),
+        "its stderr is quoted: {message}"
+    );
+    let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(leftovers, 0, "the work directory is removed after a failure too");
+}
+
+#[test]
+fn sut_configurations_need_a_sut() {
+    let output = crashsim(&["bench", "--quick", "--only", "sut_ping", "--no-report"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--sut"), "{}", stderr(&output));
 }

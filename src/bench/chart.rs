@@ -1,7 +1,8 @@
 //! A self-contained SVG chart of a bench record: appends per second (with
 //! the min–max range and the limit) and p99 commit latency (with the 5 ms
 //! target), one row per configuration, both on log scales because the
-//! configurations span four orders of magnitude.
+//! configurations span four orders of magnitude. An outside store's rows
+//! (`sut_*`) are drawn in their own colour and named under the title.
 
 use std::fmt::Write;
 
@@ -80,7 +81,9 @@ impl Axis {
 }
 
 fn color(name: &str) -> &'static str {
-    if name.starts_with("raw_") {
+    if name.starts_with("sut_") {
+        "#9050b0"
+    } else if name.starts_with("raw_") {
         "#8a8a8a"
     } else if name.starts_with("group_commit") {
         "#3a9a5a"
@@ -135,6 +138,14 @@ pub fn svg(record: &BenchRecord) -> String {
         c.sample_ms,
         if c.quick { " (quick: rough numbers)" } else { "" }
     );
+    if let Some(sut) = &record.sut {
+        let _ = writeln!(
+            svg,
+            r##"<text x="12" y="56" fill="{}">sut_*: {} (its fsyncs are unknown: another process)</text>"##,
+            color("sut_"),
+            escape(&sut.identity.describe())
+        );
+    }
     let _ = writeln!(
         svg,
         r#"<text x="{THROUGHPUT_LEFT}" y="{:.1}" font-weight="bold">appends/s (median, min–max; log scale)</text>"#,
@@ -231,7 +242,7 @@ fn marker(svg: &mut String, x: f64, top: f64, bottom: f64, label: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::tests::record;
+    use crate::bench::report::tests::{record, record_with_sut};
 
     #[test]
     fn the_chart_is_one_svg_document_naming_every_configuration() {
@@ -249,6 +260,18 @@ mod tests {
         );
         assert!(svg.contains(">limit</text>") && svg.contains(">5 ms</text>"));
         assert!(!svg.contains("href"), "self-contained: nothing external");
+    }
+
+    #[test]
+    fn the_outside_store_is_named_and_coloured() {
+        let record = record_with_sut();
+        let svg = svg(&record);
+        assert!(
+            svg.contains(">sut_ping</text>") && svg.contains("example_store 1.0 via"),
+            "{svg}"
+        );
+        assert!(svg.contains(r##"fill="#9050b0""##));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
     }
 
     #[test]

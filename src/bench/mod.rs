@@ -16,8 +16,11 @@
 //!   the group committer's transaction alone (`groups16`, the ceiling of
 //!   `group_commit16`), a connection per append.
 //! - `threads`: many threads: one connection each, or one group committer.
+//! - `sut`: an outside store (`--sut CMD`) over the adapter protocol: its
+//!   append path and its no-op request, each on a session of its own; its
+//!   syncs happen in another process, so they are unknown, never 0.
 //! - `run`: rounds × configurations; `report`: JSON, tables, files;
-//!   `chart`: the SVG.
+//!   `sut_record`: the outside store's part of them; `chart`: the SVG.
 //!
 //! Wall-clock time is fine here: the bench reports, it never steers a
 //! simulation. Timings are never asserted in tests.
@@ -29,6 +32,8 @@ pub mod raw;
 pub mod report;
 pub mod run;
 pub mod sqlite;
+pub mod sut;
+pub mod sut_record;
 pub mod threads;
 
 pub use measure::Budget;

@@ -1,5 +1,6 @@
 //! What `crashsim bench` measures: the configurations, by name, in the order
-//! each round runs them.
+//! each round runs them. With `--sut`, the outside store's own (`sut_*`)
+//! join them, next to the limit and the reference's matching paths.
 
 use crate::store::Synchronous;
 
@@ -7,11 +8,16 @@ use crate::store::Synchronous;
 /// gives a WAL that is rewritten in place after its first checkpoint.
 pub const LIMIT: &str = "raw_overwrite_fsync_4k";
 
+/// The same limit for a SQLite that syncs with `fdatasync`.
+pub const FDATASYNC_LIMIT: &str = "raw_overwrite_fdatasync_4k";
+
 /// How a configuration writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `bytes` written over a preallocated region, then `fsync`.
     RawOverwriteFsync { bytes: usize },
+    /// The same, then `fdatasync` (what a SQLite built with `HAVE_FDATASYNC` calls).
+    RawOverwriteFdatasync { bytes: usize },
     /// `frames` WAL frames (24-byte header + 4 KiB page each, written as
     /// SQLite writes them, unaligned) over a preallocated region, then `fsync`.
     RawWalFrames { frames: usize },
@@ -30,6 +36,11 @@ pub enum Kind {
     Writers { threads: usize },
     /// `writers` OS threads appending through one threaded group committer (FULL).
     GroupCommit { writers: usize },
+    /// The outside store (`--sut`): one `append` request per event, with
+    /// `commands` outbox commands, on its own database (FULL).
+    SutAppend { commands: usize },
+    /// The outside store's no-op request (`ping`): the protocol's own cost per call.
+    SutPing,
 }
 
 impl Kind {
@@ -40,6 +51,17 @@ impl Kind {
             Kind::GroupCommit { writers } => writers,
             _ => 1,
         }
+    }
+
+    /// Whether this measures the outside store (`--sut`) rather than crashsim's own code.
+    pub fn is_sut(self) -> bool {
+        matches!(self, Kind::SutAppend { .. } | Kind::SutPing)
+    }
+
+    /// Whether its syncs are counted: not for an outside process, which the
+    /// counting VFS (in this process) never sees.
+    pub fn counts_fsyncs(self) -> bool {
+        !self.is_sut()
     }
 }
 
@@ -68,6 +90,11 @@ pub fn all() -> Vec<Config> {
             LIMIT,
             Kind::RawOverwriteFsync { bytes: 4096 },
             "the limit: 4 KiB overwrite + fsync, as a WAL after its first checkpoint",
+        ),
+        config(
+            FDATASYNC_LIMIT,
+            Kind::RawOverwriteFdatasync { bytes: 4096 },
+            "4 KiB overwrite + fdatasync: the limit of a SQLite built with HAVE_FDATASYNC (crashsim's calls fsync)",
         ),
         config(
             "raw_wal_frames2_fsync",
@@ -143,13 +170,55 @@ pub fn all() -> Vec<Config> {
     configs
 }
 
+/// The outside store's configurations (`--sut`): its append path with and
+/// without an outbox command, mirroring `append_full` and
+/// `append_outbox1_full`, and its no-op request.
+pub fn sut() -> Vec<Config> {
+    vec![
+        config(
+            "sut_append_full",
+            Kind::SutAppend { commands: 0 },
+            "the outside store: one event per `append` request, synchronous=full",
+        ),
+        config(
+            "sut_append_outbox1_full",
+            Kind::SutAppend { commands: 1 },
+            "the outside store: one event + 1 command per `append` request",
+        ),
+        config(
+            "sut_ping",
+            Kind::SutPing,
+            "the outside store's no-op request (`ping`): the protocol's own cost per call",
+        ),
+    ]
+}
+
+/// crashsim's own configurations a `--sut` run keeps by default besides the
+/// raw ones: the paths the outside store's mirror, as the reference.
+pub const SUT_REFERENCES: [&str; 2] = ["append_full", "append_outbox1_full"];
+
 /// The configurations whose name contains one of `only` (all if empty);
-/// the limit is always kept, since every ratio needs it. `Err` names the
-/// filters that matched nothing.
-pub fn select(only: &[String]) -> Result<Vec<Config>, String> {
-    let configs = all();
+/// the limit is always kept, since every ratio needs it. With `sut` (an
+/// outside store was given), its configurations are candidates too, and
+/// the default is the raw ones, `SUT_REFERENCES` and the outside store's.
+/// `Err` names the filters that matched nothing.
+pub fn select(only: &[String], sut: bool) -> Result<Vec<Config>, String> {
+    let mut configs = all();
+    if sut {
+        configs.extend(self::sut());
+    }
     if only.is_empty() {
-        return Ok(configs);
+        if !sut {
+            return Ok(configs);
+        }
+        return Ok(configs
+            .into_iter()
+            .filter(|config| {
+                config.name.starts_with("raw_")
+                    || SUT_REFERENCES.contains(&config.name.as_str())
+                    || config.kind.is_sut()
+            })
+            .collect());
     }
     let unmatched: Vec<&str> = only
         .iter()
@@ -157,6 +226,16 @@ pub fn select(only: &[String]) -> Result<Vec<Config>, String> {
         .map(String::as_str)
         .collect();
     if !unmatched.is_empty() {
+        if !sut
+            && unmatched
+                .iter()
+                .any(|filter| self::sut().iter().any(|config| config.name.contains(filter)))
+        {
+            return Err(format!(
+                "--only {}: the sut_* configurations measure an outside store: name it with --sut CMD",
+                unmatched.join(",")
+            ));
+        }
         let names: Vec<String> = configs.iter().map(|config| config.name.clone()).collect();
         return Err(format!(
             "--only {}: no configuration matches; they are: {}",
@@ -164,10 +243,22 @@ pub fn select(only: &[String]) -> Result<Vec<Config>, String> {
             names.join(", ")
         ));
     }
-    Ok(configs
+    let selected: Vec<Config> = configs
         .into_iter()
         .filter(|config| config.name == LIMIT || only.iter().any(|filter| config.name.contains(filter.as_str())))
-        .collect())
+        .collect();
+    if sut && !selected.iter().any(|config| config.kind.is_sut()) {
+        return Err(format!(
+            "--only {} keeps none of the outside store's configurations ({}): with --sut, keep one, or drop --sut",
+            only.join(","),
+            self::sut()
+                .iter()
+                .map(|config| config.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(selected)
 }
 
 #[cfg(test)]
@@ -202,14 +293,48 @@ mod tests {
 
     #[test]
     fn selection_keeps_the_limit_and_rejects_filters_that_match_nothing() {
-        let picked: Vec<String> = select(&["group_commit1".to_string()])
+        let picked: Vec<String> = select(&["group_commit1".to_string()], false)
             .unwrap()
             .into_iter()
             .map(|config| config.name)
             .collect();
         assert_eq!(picked, [LIMIT, "group_commit1_full", "group_commit16_full"]);
-        let error = select(&["nope".to_string()]).unwrap_err();
+        let error = select(&["nope".to_string()], false).unwrap_err();
         assert!(error.contains("nope") && error.contains("append_full"), "{error}");
-        assert_eq!(select(&[]).unwrap().len(), all().len());
+        assert_eq!(select(&[], false).unwrap().len(), all().len());
+    }
+
+    #[test]
+    fn a_sut_run_keeps_the_raw_limits_the_reference_and_its_own_configurations() {
+        let names = |configs: Vec<Config>| -> Vec<String> { configs.into_iter().map(|config| config.name).collect() };
+        let picked = names(select(&[], true).unwrap());
+        assert_eq!(
+            picked,
+            [
+                LIMIT,
+                "raw_overwrite_fdatasync_4k",
+                "raw_wal_frames2_fsync",
+                "raw_append_fdatasync_4k",
+                "raw_append_fdatasync_200b",
+                "append_full",
+                "append_outbox1_full",
+                "sut_append_full",
+                "sut_append_outbox1_full",
+                "sut_ping",
+            ]
+        );
+        assert!(select(&[], false).unwrap().iter().all(|config| !config.kind.is_sut()));
+        assert_eq!(
+            names(select(&["sut_ping".to_string()], true).unwrap()),
+            [LIMIT, "sut_ping"]
+        );
+        let error = select(&["sut_ping".to_string()], false).unwrap_err();
+        assert!(error.contains("--sut"), "{error}");
+        let error = select(&["batch".to_string()], true).unwrap_err();
+        assert!(error.contains("sut_append_full"), "{error}");
+        for config in self::sut() {
+            assert!(config.kind.is_sut() && !config.kind.counts_fsyncs(), "{}", config.name);
+            assert!(config.name.starts_with("sut_"));
+        }
     }
 }

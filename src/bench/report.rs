@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::chart;
 use super::plan::LIMIT;
 use super::run::Measured;
+use super::sut_record::{SutIdentity, SutRecord};
 use crate::report::atomic;
 use crate::report::number::short;
 
@@ -34,6 +35,9 @@ pub struct Context {
 pub struct ConfigRecord {
     pub name: String,
     pub description: String,
+    /// Whether this measured the outside store (`--sut`), not crashsim's own code.
+    #[serde(default)]
+    pub sut: bool,
     /// Threads appending concurrently.
     pub writers: usize,
     pub appends_per_s: f64,
@@ -45,8 +49,9 @@ pub struct ConfigRecord {
     pub commits_per_s_max: f64,
     /// Appends per SQLite commit: the batch or mean group size.
     pub appends_per_commit: f64,
-    /// Counted file and directory syncs per SQLite commit.
-    pub fsyncs_per_commit: f64,
+    /// Counted file and directory syncs per SQLite commit; `null` when they
+    /// cannot be counted (an outside store syncs in its own process).
+    pub fsyncs_per_commit: Option<f64>,
     /// Commit latency per acknowledged transaction, from its caller's side.
     pub p50_us: f64,
     pub p99_us: f64,
@@ -56,6 +61,9 @@ pub struct ConfigRecord {
     pub commits: u64,
     /// Transactions that failed (busy timeouts); excluded from the rates.
     pub errors: u64,
+    /// Something to know about how it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A goal of issue 4, judged from this run's figures.
@@ -74,10 +82,13 @@ pub struct BenchRecord {
     pub context: Context,
     pub configs: Vec<ConfigRecord>,
     pub targets: Vec<Target>,
+    /// The outside store measured (`--sut`), with its ratios; `null` without one.
+    #[serde(default)]
+    pub sut: Option<SutRecord>,
 }
 
 impl BenchRecord {
-    pub fn new(context: Context, measured: &[Measured]) -> BenchRecord {
+    pub fn new(context: Context, measured: &[Measured], sut: Option<SutIdentity>) -> BenchRecord {
         let limit = measured
             .iter()
             .find(|m| m.config.name == LIMIT)
@@ -90,6 +101,7 @@ impl BenchRecord {
                 ConfigRecord {
                     name: m.config.name.clone(),
                     description: m.config.description.clone(),
+                    sut: m.config.kind.is_sut(),
                     writers: m.config.kind.writers(),
                     appends_per_s: s.appends_per_s.median,
                     appends_per_s_min: s.appends_per_s.min,
@@ -98,7 +110,7 @@ impl BenchRecord {
                     commits_per_s_min: s.commits_per_s.min,
                     commits_per_s_max: s.commits_per_s.max,
                     appends_per_commit: s.appends_per_commit(),
-                    fsyncs_per_commit: s.fsyncs_per_commit(),
+                    fsyncs_per_commit: m.config.kind.counts_fsyncs().then(|| s.fsyncs_per_commit()),
                     p50_us: s.p50_us,
                     p99_us: s.p99_us,
                     max_us: s.max_us,
@@ -109,14 +121,17 @@ impl BenchRecord {
                     },
                     commits: s.commits,
                     errors: s.errors,
+                    note: m.note.clone(),
                 }
             })
             .collect();
         let targets = targets(&configs);
+        let sut = sut.map(|identity| SutRecord::new(identity, &configs));
         BenchRecord {
             context,
             configs,
             targets,
+            sut,
         }
     }
 
@@ -194,7 +209,9 @@ fn row(config: &ConfigRecord) -> [String; 9] {
             short(config.appends_per_s_max)
         ),
         short(config.commits_per_s),
-        format!("{:.3}", config.fsyncs_per_commit),
+        config
+            .fsyncs_per_commit
+            .map_or_else(|| "-".to_string(), |fsyncs| format!("{fsyncs:.3}")),
         short(config.p50_us),
         short(config.p99_us),
         short(config.max_us),
@@ -266,8 +283,25 @@ pub fn table(record: &BenchRecord) -> String {
             "note: {errors} transaction(s) failed with a busy timeout (see `errors`)"
         );
     }
+    for line in notes(record) {
+        let _ = writeln!(text, "note: {line}");
+    }
     text.push_str(&target_lines(record));
+    if let Some(sut) = &record.sut {
+        for line in sut.lines() {
+            let _ = writeln!(text, "{line}");
+        }
+    }
     text
+}
+
+/// Each configuration's note, named.
+fn notes(record: &BenchRecord) -> Vec<String> {
+    record
+        .configs
+        .iter()
+        .filter_map(|config| config.note.as_ref().map(|note| format!("{}: {note}", config.name)))
+        .collect()
 }
 
 /// The Markdown report.
@@ -281,10 +315,24 @@ pub fn markdown(record: &BenchRecord) -> String {
         let _ = writeln!(text, "| {} |", cells.join(" | "));
     }
     text.push_str("\nMedians over the rounds, min–max of the per-round rates; latencies pooled over every round. ");
-    text.push_str("fsyncs are counted by the VFS (file and directory syncs); × limit is appends/s ÷ `raw_overwrite_fsync_4k`'s.\n\n");
-    text.push_str("## Targets\n\n");
+    text.push_str("fsyncs are counted by the VFS (file and directory syncs); × limit is appends/s ÷ `raw_overwrite_fsync_4k`'s.\n");
+    for line in notes(record) {
+        let _ = writeln!(text, "\nNote: {line}");
+    }
+    text.push_str("\n## Targets\n\n");
     for line in target_lines(record).lines() {
         let _ = writeln!(text, "- {line}");
+    }
+    if let Some(sut) = &record.sut {
+        text.push_str("\n## Outside store\n\n");
+        text.push_str(
+            "The `sut_*` rows: one `append` request per append (with 1 outbox command for `outbox1`), \
+             and `sut_ping`, a request that does nothing (its rate is pings/s). \
+             Their fsyncs are `-`: the counting VFS sees only crashsim's own process.\n\n",
+        );
+        for line in sut.lines() {
+            let _ = writeln!(text, "- {line}");
+        }
     }
     text.push_str("\n![throughput and p99 by configuration](bench.svg)\n");
     text
@@ -311,18 +359,32 @@ pub(crate) mod tests {
     use crate::bench::plan;
 
     pub(crate) fn record() -> BenchRecord {
+        made_up(plan::all(), None)
+    }
+
+    /// Every configuration, the outside store's included.
+    pub(crate) fn record_with_sut() -> BenchRecord {
+        let identity = SutIdentity {
+            command: "python3 example_store.py".to_string(),
+            name: "example_store".to_string(),
+            version: Some("1.0".to_string()),
+            granularity: crate::store::Granularity::Step,
+        };
+        made_up(plan::all().into_iter().chain(plan::sut()).collect(), Some(identity))
+    }
+
+    fn made_up(configs: Vec<plan::Config>, sut: Option<SutIdentity>) -> BenchRecord {
         let spread = |median: f64| Spread {
             median,
             min: median * 0.9,
             max: median * 1.1,
         };
-        let measured: Vec<Measured> = plan::all()
+        let measured: Vec<Measured> = configs
             .into_iter()
             .enumerate()
             .map(|(index, config)| {
                 let rate = 1000.0 * (index + 1) as f64;
                 Measured {
-                    config,
                     summary: Summary {
                         rounds: 5,
                         appends_per_s: spread(rate),
@@ -331,10 +393,12 @@ pub(crate) mod tests {
                         commits: 5 * index as u64 + 1,
                         fsyncs: 5 * index as u64 + 1,
                         errors: 0,
-                        p50_us: 100.0,
+                        p50_us: 100.0 + index as f64,
                         p99_us: 200.0 + index as f64,
                         max_us: 5000.0,
                     },
+                    note: (config.name == "sut_ping").then(|| "WAL not brought to steady state".to_string()),
+                    config,
                 }
             })
             .collect();
@@ -349,14 +413,14 @@ pub(crate) mod tests {
             sample_ms: Duration::from_secs(1).as_millis() as u64,
             cores: 2,
         };
-        BenchRecord::new(context, &measured)
+        BenchRecord::new(context, &measured, sut)
     }
 
     #[test]
     fn ratios_are_to_the_limit_and_targets_compare_medians() {
         let record = record();
         assert_eq!(record.config(LIMIT).unwrap().ratio_to_limit, 1.0);
-        assert_eq!(record.config("raw_wal_frames2_fsync").unwrap().ratio_to_limit, 2.0);
+        assert_eq!(record.config("raw_overwrite_fdatasync_4k").unwrap().ratio_to_limit, 2.0);
         let append = record.config("append_full").unwrap().appends_per_s;
         let target = record
             .targets
@@ -372,13 +436,43 @@ pub(crate) mod tests {
 
     #[test]
     fn the_json_record_round_trips_with_the_documented_keys() {
-        let record = record();
-        let json = serde_json::to_value(&record).unwrap();
-        for key in ["git_commit", "sqlite_version", "filesystem", "configs", "targets"] {
-            assert!(json.get(key).is_some(), "{key} missing");
+        for record in [record(), record_with_sut()] {
+            let json = serde_json::to_value(&record).unwrap();
+            for key in [
+                "git_commit",
+                "sqlite_version",
+                "filesystem",
+                "configs",
+                "targets",
+                "sut",
+            ] {
+                assert!(json.get(key).is_some(), "{key} missing");
+            }
+            let back: BenchRecord = serde_json::from_value(json).unwrap();
+            assert_eq!(back, record);
         }
-        let back: BenchRecord = serde_json::from_value(json).unwrap();
-        assert_eq!(back, record);
+        assert!(serde_json::to_value(record()).unwrap()["sut"].is_null());
+    }
+
+    #[test]
+    fn the_outside_stores_fsyncs_are_unknown_never_zero() {
+        let record = record_with_sut();
+        let json = serde_json::to_value(&record).unwrap();
+        for config in json["configs"].as_array().unwrap() {
+            let name = config["name"].as_str().unwrap();
+            let sut = name.starts_with("sut_");
+            assert_eq!(config["sut"], sut, "{name}");
+            assert_eq!(config["fsyncs_per_commit"].is_null(), sut, "{name}");
+        }
+        assert_eq!(json["sut"]["name"], "example_store");
+        assert_eq!(json["sut"]["command"], "python3 example_store.py");
+        let table = table(&record);
+        let row = table.lines().find(|line| line.starts_with("sut_append_full ")).unwrap();
+        assert!(row.split_whitespace().any(|cell| cell == "-"), "{row}");
+        assert!(table.contains("note: sut_ping: WAL not brought"), "{table}");
+        assert!(table.contains("outside store (sut_*): example_store 1.0"), "{table}");
+        let markdown = markdown(&record);
+        assert!(markdown.contains("## Outside store") && markdown.contains("sut_append_full ÷ append_full"));
     }
 
     #[test]

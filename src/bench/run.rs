@@ -2,12 +2,14 @@
 //! that every configuration sees the same noise, and summarises each.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::measure::{Budget, Sample, Summary};
 use super::plan::{Config, Kind};
-use super::{raw, sqlite, threads};
+use super::{raw, sqlite, sut, threads};
+use crate::adapter::Adapter;
 use crate::store::StoreError;
 use crate::vfs::{CountingVfs, VfsError};
 
@@ -20,6 +22,8 @@ pub struct Options {
     pub configs: Vec<Config>,
     pub rounds: u32,
     pub budget: Budget,
+    /// The outside store (`--sut`) the `sut_*` configurations measure.
+    pub sut: Option<Arc<Adapter>>,
 }
 
 /// The default rounds of a full run. Many short samples rather than a few
@@ -56,6 +60,9 @@ pub enum BenchError {
     Io { config: String, source: std::io::Error },
     #[error("{config}: {source}")]
     Store { config: String, source: StoreError },
+    /// The outside store failed: the cause, with its stderr.
+    #[error("{config}: the outside store failed: {message}")]
+    Sut { config: String, message: String },
 }
 
 /// One configuration's result.
@@ -63,6 +70,19 @@ pub enum BenchError {
 pub struct Measured {
     pub config: Config,
     pub summary: Summary,
+    /// Something the reader should know about how it was measured.
+    pub note: Option<String>,
+}
+
+/// What a configuration keeps from one round to the next.
+enum Fixture {
+    None,
+    /// Keeps the WAL at steady state until the bench ends (`sqlite::steady_state`).
+    Keeper {
+        _connection: rusqlite::Connection,
+    },
+    /// The outside store's process and database.
+    Sut(Box<sut::Session>),
 }
 
 /// Runs every round; `progress` hears of each sample before it starts.
@@ -75,8 +95,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
             source,
         })?;
     let vfs = CountingVfs::register(&vfs_name())?;
-    // Each configuration's directory, and the connection that keeps its WAL
-    // in steady state until the bench ends (`sqlite::steady_state`).
+    // Each configuration's directory, and what it keeps across rounds.
     let mut fixtures = Vec::new();
     for config in &options.configs {
         let dir = work.path().join(&config.name);
@@ -84,33 +103,56 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
             config: config.name.clone(),
             source,
         })?;
-        let keeper = match config.kind {
+        let fixture = match config.kind {
             Kind::RawOverwriteFsync { .. }
+            | Kind::RawOverwriteFdatasync { .. }
             | Kind::RawWalFrames { .. }
             | Kind::RawAppendFdatasync { .. }
-            | Kind::ConnPerAppend => None,
-            _ => Some(sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
-                config: config.name.clone(),
-                source,
-            })?),
+            | Kind::ConnPerAppend => Fixture::None,
+            Kind::SutAppend { .. } | Kind::SutPing => {
+                let sut_error = |message: String| BenchError::Sut {
+                    config: config.name.clone(),
+                    message,
+                };
+                let adapter = options
+                    .sut
+                    .as_ref()
+                    .ok_or_else(|| sut_error("no outside store was given (--sut CMD)".to_string()))?;
+                Fixture::Sut(Box::new(sut::Session::start(adapter, &dir).map_err(sut_error)?))
+            }
+            _ => Fixture::Keeper {
+                _connection: sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
+                    config: config.name.clone(),
+                    source,
+                })?,
+            },
         };
-        fixtures.push((dir, keeper));
+        fixtures.push((dir, fixture));
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); options.configs.len()];
     for round in 0..options.rounds {
-        for ((config, (dir, _keeper)), samples) in options.configs.iter().zip(&fixtures).zip(&mut samples) {
+        for ((config, (dir, fixture)), samples) in options.configs.iter().zip(&mut fixtures).zip(&mut samples) {
             progress(round, config);
-            samples.push(sample(config, dir, &vfs, options.budget)?);
+            samples.push(sample(config, dir, fixture, &vfs, options.budget)?);
         }
     }
+    let notes: Vec<Option<String>> = fixtures
+        .iter()
+        .map(|(_, fixture)| match fixture {
+            Fixture::Sut(session) => session.note.clone(),
+            _ => None,
+        })
+        .collect();
     drop(fixtures);
     Ok(options
         .configs
         .iter()
         .zip(samples)
-        .map(|(config, samples)| Measured {
+        .zip(notes)
+        .map(|((config, samples), note)| Measured {
             config: config.clone(),
             summary: Summary::of(&samples),
+            note,
         })
         .collect())
 }
@@ -125,7 +167,13 @@ fn vfs_name() -> String {
     )
 }
 
-fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Budget) -> Result<Sample, BenchError> {
+fn sample(
+    config: &Config,
+    dir: &std::path::Path,
+    fixture: &mut Fixture,
+    vfs: &CountingVfs,
+    budget: Budget,
+) -> Result<Sample, BenchError> {
     let io = |source| BenchError::Io {
         config: config.name.clone(),
         source,
@@ -134,8 +182,13 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
         config: config.name.clone(),
         source,
     };
+    let outside = |message| BenchError::Sut {
+        config: config.name.clone(),
+        message,
+    };
     match config.kind {
-        Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget).map_err(io),
+        Kind::RawOverwriteFsync { bytes } => raw::overwrite_fsync(dir, bytes, budget, false).map_err(io),
+        Kind::RawOverwriteFdatasync { bytes } => raw::overwrite_fsync(dir, bytes, budget, true).map_err(io),
         Kind::RawWalFrames { frames } => raw::wal_frames_fsync(dir, frames, budget).map_err(io),
         Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
         Kind::Append { synchronous, commands } => {
@@ -146,5 +199,18 @@ fn sample(config: &Config, dir: &std::path::Path, vfs: &CountingVfs, budget: Bud
         Kind::ConnPerAppend => sqlite::conn_per_append(dir, vfs, budget).map_err(store),
         Kind::Writers { threads } => threads::writers(dir, vfs, budget, threads).map_err(store),
         Kind::GroupCommit { writers } => threads::group_commit(dir, vfs, budget, writers).map_err(store),
+        Kind::SutAppend { commands } => sut::append(session(fixture, config)?, budget, commands).map_err(outside),
+        Kind::SutPing => sut::ping(session(fixture, config)?, budget).map_err(outside),
+    }
+}
+
+/// The outside store's session of a `sut_*` configuration.
+fn session<'a>(fixture: &'a mut Fixture, config: &Config) -> Result<&'a mut sut::Session, BenchError> {
+    match fixture {
+        Fixture::Sut(session) => Ok(session),
+        _ => Err(BenchError::Sut {
+            config: config.name.clone(),
+            message: "no session of the outside store was started".to_string(),
+        }),
     }
 }

@@ -1,12 +1,22 @@
 //! `crashsim bench`: throughput and commit latency of the append paths next
 //! to the disk's own limit, a table on the terminal, files under
-//! `reports/bench/`.
+//! `reports/bench/`. With `--sut CMD`, an outside store's append path and
+//! the protocol's own cost, in the same run.
+//!
+//! Every failure is exit code 2, an outside store's included (a command
+//! that is no adapter, one that serves no store, one that fails during the
+//! bench): a bench measures, it gives no verdict.
+
+use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 
-use super::{BenchArgs, Format};
+use super::sut::Choice;
+use super::{BenchArgs, Format, ModeArg};
+use crate::adapter::Adapter;
 use crate::bench::report::{self, BenchRecord, Context};
 use crate::bench::run::{QUICK_ROUNDS, ROUNDS};
+use crate::bench::sut_record::SutIdentity;
 use crate::bench::{Budget, Options, plan};
 use crate::exit::Exit;
 use crate::platform;
@@ -17,7 +27,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
     if rounds == 0 {
         bail!("--rounds must be at least 1");
     }
-    let configs = plan::select(&args.only).map_err(anyhow::Error::msg)?;
+    let configs = plan::select(&args.only, args.sut.sut.is_some()).map_err(anyhow::Error::msg)?;
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -47,11 +57,13 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         Some(millis) => budget.sample = std::time::Duration::from_millis(millis),
         None => {}
     }
+    let sut = outside_store(args)?;
     let options = Options {
         dir: dir.clone(),
         configs,
         rounds,
         budget,
+        sut: sut.clone(),
     };
     let human = args.format == Format::Human;
     if human {
@@ -64,6 +76,12 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
             seconds,
             dir.display()
         );
+        if let Some(adapter) = &sut {
+            println!(
+                "bench: the sut_* configurations measure {}",
+                identity(adapter).describe()
+            );
+        }
     }
 
     let bar = super::output::progress_bar(
@@ -91,6 +109,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
             cores: std::thread::available_parallelism().map_or(1, usize::from),
         },
         &measured,
+        sut.as_deref().map(identity),
     );
     let written = if args.no_report {
         None
@@ -112,4 +131,29 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         println!("{}", serde_json::to_string(&record).expect("records serialise"));
     }
     Ok(Exit::Pass)
+}
+
+/// The adapter `--sut` names, once its handshake says it serves a store.
+fn outside_store(args: &BenchArgs) -> anyhow::Result<Option<Arc<Adapter>>> {
+    let Choice::Outside(adapter) = Choice::from_args(&args.sut, ModeArg::InProcess, None)? else {
+        return Ok(None);
+    };
+    if adapter.served().store.is_none() {
+        bail!(
+            "the adapter `{}` serves no store role (its handshake's `roles` has no `store`): \
+             `bench --sut` measures a store's append path",
+            adapter.command()
+        );
+    }
+    Ok(Some(adapter))
+}
+
+fn identity(adapter: &Adapter) -> SutIdentity {
+    let id = adapter.identity();
+    SutIdentity {
+        command: adapter.command().to_string(),
+        name: id.name.clone(),
+        version: id.version.clone(),
+        granularity: adapter.served().store.unwrap_or_default(),
+    }
 }

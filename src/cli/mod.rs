@@ -340,6 +340,11 @@ pub struct BenchArgs {
     /// Only configurations whose name contains one of these (comma-separated); the limit always runs.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    // --sut CMD: that store's append path (`sut_*`) and the protocol's cost
+    // per call (`sut_ping`), next to the raw limits and crashsim's
+    // `append_full`, in the same run.
+    #[command(flatten)]
+    pub sut: SutArgs,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     /// Where reports go: the bench's land in DIR/bench/.

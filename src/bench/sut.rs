@@ -1,0 +1,251 @@
+//! The outside store's configurations (`crashsim bench --sut CMD`): its
+//! append path, and its no-op request, measured in the same interleaved run
+//! as the limit and crashsim's own store.
+//!
+//! Each configuration has a session of its own (`Adapter::bench_session`):
+//! its own database files in its own directory, the adapter's `setup`, then
+//! one store process that lives for the whole bench, as a long-running
+//! service's connection would. Every append is one `append` request
+//! (whatever granularity the adapter serves, so a step store pays one round
+//! trip per append, not five), on one workflow whose head the session
+//! follows, so appends never conflict; the latency of each is the whole
+//! round trip as crashsim sees it: encoding, the pipe, the adapter's own
+//! code, its commit, the answer. `sut_ping` times a request that does
+//! nothing: the protocol's cost per call, to set against an append's.
+//!
+//! Steady state, like crashsim's own configurations (`sqlite`): before the
+//! first round, a connection of this process grows the session's database's
+//! WAL once to the size at which SQLite checkpoints it, through a table it
+//! creates and drops, and checkpoints it; the adapter then rewrites the WAL
+//! in place. If the file the hello named is not a WAL database (the adapter
+//! keeps its data elsewhere, or in another journal mode), the WAL is left
+//! as it is and the configuration's record carries a note.
+//!
+//! Syncs cannot be counted here: the counting VFS sees this process's
+//! connections, never another process's, so the outside store's fsyncs per
+//! commit are unknown (`null`), never 0. An adapter that fails during the
+//! bench stops it with an error naming the configuration, the cause and
+//! the tail of the adapter's stderr: a bench is not a verdict.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::measure::{Budget, Sample, timed_loop};
+use super::sqlite::{KIND, PAYLOAD, command};
+use crate::adapter::{Adapter, BenchSession};
+use crate::model::Command;
+use crate::store::{Clock, Store as _, StoreError, SystemConfig};
+
+/// The one workflow a session appends to.
+const WORKFLOW: &str = "bench-sut";
+
+/// Bytes written once to grow the WAL to its steady-state size (as `sqlite`).
+const WAL_BYTES: usize = 1050 * 4096;
+
+/// One configuration's outside store: its process, and the head of the
+/// workflow it appends to.
+pub struct Session {
+    session: BenchSession,
+    dir: PathBuf,
+    head: u64,
+    /// Why the WAL was not brought to steady state, if it was not.
+    pub note: Option<String>,
+}
+
+/// The session's files: `dir/store.db` and `dir/receiver.db`, with the
+/// settings a scenario's defaults give (WAL, synchronous=FULL, busy timeout 0).
+pub fn system_config(dir: &Path) -> SystemConfig {
+    let settings = crate::scenario::SqliteConfig::default();
+    SystemConfig {
+        store_path: dir.join("store.db"),
+        receiver_path: dir.join("receiver.db"),
+        store_sqlite: settings.store_settings(),
+        receiver_sqlite: settings.receiver_settings(),
+        hotel_failure: crate::ratio::Ratio::new(1, 4),
+        seed: 0,
+        clock: Clock::default(),
+    }
+}
+
+impl Session {
+    /// Sets up the adapter's schemas in `dir`, starts its store process,
+    /// and brings the WAL to steady state. `Err` is the cause, with the
+    /// adapter's stderr.
+    pub fn start(adapter: &Adapter, dir: &Path) -> Result<Session, String> {
+        let config = system_config(dir);
+        let session = adapter.bench_session(&config).map_err(|error| cause(dir, &error))?;
+        let note = steady_state(&config.store_path).err();
+        Ok(Session {
+            session,
+            dir: dir.to_path_buf(),
+            head: 0,
+            note,
+        })
+    }
+
+    /// One `append` of the next event (and `commands`), checked against the head.
+    fn append(&mut self, commands: &[Command]) -> Result<u64, StoreError> {
+        let (seq, command_ids) = self
+            .session
+            .store()
+            .append_with_commands(WORKFLOW, self.head, KIND, PAYLOAD, commands)?;
+        if seq != self.head + 1 || command_ids.len() != commands.len() {
+            return Err(StoreError::Broken(format!(
+                "an append at expected_seq {} with {} command(s) was answered with seq {seq} and {} command id(s)",
+                self.head,
+                commands.len(),
+                command_ids.len()
+            )));
+        }
+        self.head = seq;
+        Ok(1)
+    }
+}
+
+/// Appends one event (and `commands` commands) per request until the budget
+/// is spent. `fsyncs` stays 0: unknown, which the report says.
+pub fn append(session: &mut Session, budget: Budget, commands: usize) -> Result<Sample, String> {
+    let commands: Vec<Command> = (0..commands).map(command).collect();
+    let run = |session: &mut Session| -> Result<Sample, StoreError> {
+        for _ in 0..budget.warmup_ops {
+            session.append(&commands)?;
+        }
+        timed_loop(budget.sample, || session.append(&commands))
+    };
+    run(session).map_err(|error| cause(&session.dir, &error))
+}
+
+/// Pings until the budget is spent: the protocol's own cost per request.
+pub fn ping(session: &mut Session, budget: Budget) -> Result<Sample, String> {
+    let run = |session: &mut Session| -> Result<Sample, StoreError> {
+        for _ in 0..budget.warmup_ops {
+            session.session.ping()?;
+        }
+        timed_loop(budget.sample, || session.session.ping().map(|()| 1))
+    };
+    run(session).map_err(|error| cause(&session.dir, &error))
+}
+
+/// Grows the WAL of the database at `path` to its steady-state size and
+/// checkpoints it, through a table created and dropped again, so the
+/// adapter's schema ends as it was. `Err` says why it could not.
+fn steady_state(path: &Path) -> Result<(), String> {
+    let not_steady = |why: String| format!("WAL not brought to steady state: {why}");
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // Without SQLITE_OPEN_CREATE: a store that keeps its data elsewhere gets no stray file.
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|error| not_steady(format!("{} did not open as a database ({error})", path.display())))?;
+    let grow = || -> rusqlite::Result<String> {
+        conn.busy_timeout(Duration::from_secs(2))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Ok(mode);
+        }
+        conn.execute_batch(&format!(
+            "CREATE TABLE crashsim_bench_padding (bytes BLOB);
+             INSERT INTO crashsim_bench_padding VALUES (zeroblob({WAL_BYTES}));
+             DROP TABLE crashsim_bench_padding;"
+        ))?;
+        // Copied back: the adapter's next commit starts the WAL over, in place.
+        conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
+        Ok(mode)
+    };
+    match grow() {
+        Ok(mode) if mode.eq_ignore_ascii_case("wal") => Ok(()),
+        Ok(mode) => Err(not_steady(format!(
+            "{} is in journal_mode {mode}, not the wal the hello asked for",
+            path.display()
+        ))),
+        Err(error) => Err(not_steady(format!("{}: {error}", path.display()))),
+    }
+}
+
+/// What went wrong, with the tail of every non-empty stderr file the
+/// session's processes left (in `dir/adapter/`).
+fn cause(dir: &Path, error: &StoreError) -> String {
+    let mut text = error.to_string();
+    let logs = dir.join("adapter");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&logs)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    for file in files
+        .iter()
+        .filter(|file| file.extension().is_some_and(|ext| ext == "stderr"))
+    {
+        let stderr = std::fs::read_to_string(file).unwrap_or_default();
+        if !stderr.trim().is_empty() {
+            let label = file.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
+            text.push_str(&format!(
+                "\nthe stderr of its {label} process ended with:\n{}",
+                crate::adapter::tail(&stderr, 12)
+            ));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steady_state_grows_a_wal_and_leaves_the_schema_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=wal; CREATE TABLE events (seq INTEGER);")
+            .unwrap();
+        steady_state(&path).unwrap();
+        let wal = std::fs::metadata(dir.path().join("store.db-wal")).unwrap().len();
+        assert!(wal >= WAL_BYTES as u64, "{wal}");
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema ORDER BY name")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(tables, ["events"]);
+    }
+
+    #[test]
+    fn a_missing_or_rollback_journal_database_is_a_note_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = steady_state(&dir.path().join("absent.db")).unwrap_err();
+        assert!(missing.contains("absent.db"), "{missing}");
+        assert!(!dir.path().join("absent.db").exists(), "no stray file");
+        let path = dir.path().join("delete.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
+        let note = steady_state(&path).unwrap_err();
+        assert!(note.contains("delete"), "{note}");
+    }
+
+    #[test]
+    fn a_cause_carries_the_adapters_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("adapter")).unwrap();
+        std::fs::write(
+            dir.path().join("adapter/bench.2.stderr"),
+            "Traceback\nKeyError: 'seq'\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("adapter/setup.1.stderr"), "").unwrap();
+        let text = cause(dir.path(), &StoreError::Died("bench.2: gone".to_string()));
+        assert!(text.starts_with("bench.2: gone"), "{text}");
+        assert!(
+            text.contains("KeyError: 'seq'") && text.contains("bench.2 process"),
+            "{text}"
+        );
+        assert!(!text.contains("setup.1"), "{text}");
+    }
+}
