@@ -52,7 +52,8 @@ pub enum Command {
     List(ListArgs),
     /// Print a built-in scenario's TOML, or write it to a file to start your own.
     Show(ShowArgs),
-    /// Measure append throughput and commit latency against the disk's fsync limit.
+    /// Measure append throughput and commit latency against the disk's fsync
+    /// limit: crashsim's own store, or yours with --sut.
     Bench(BenchArgs),
     /// Serve one of crashsim's own implementations over the adapter
     /// protocol on stdin/stdout (what `--mode process` runs; an example of
@@ -74,7 +75,7 @@ pub struct SutArgs {
     #[arg(long, value_name = "CMD")]
     pub sut: Option<String>,
     /// Seconds an adapter may take to answer one request (wall clock);
-    /// longer is a finding (A1).
+    /// longer is a finding (A1) in a run, an error in a bench.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub sut_timeout: f64,
 }
