@@ -26,17 +26,27 @@ pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
     command
 }
 
-/// How to invoke crashsim: through cargo when it runs from a target directory.
-pub fn replay_command_prefix() -> &'static str {
-    match std::env::current_exe() {
-        Ok(exe) if exe.components().any(|part| part.as_os_str() == "target") => {
-            if exe.components().any(|part| part.as_os_str() == "release") {
-                "cargo run --release --"
-            } else {
-                "cargo run --"
-            }
+/// How to invoke crashsim: as installed (`crashsim`), through cargo when a
+/// build runs in its own checkout, else by the built executable's path.
+pub fn replay_command_prefix() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "crashsim".to_string();
+    };
+    if !exe.components().any(|part| part.as_os_str() == "target") {
+        return "crashsim".to_string();
+    }
+    // Built, not installed: through cargo where cargo finds this crate (the
+    // current directory is its checkout), else by the executable's path.
+    let here = std::env::current_dir().and_then(|dir| dir.canonicalize()).ok();
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().ok();
+    if here.is_some() && here == checkout {
+        if exe.components().any(|part| part.as_os_str() == "release") {
+            "cargo run --release --".to_string()
+        } else {
+            "cargo run --".to_string()
         }
-        _ => "crashsim",
+    } else {
+        super::sut::shell_word(&exe.display().to_string())
     }
 }
 

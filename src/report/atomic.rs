@@ -11,7 +11,10 @@ pub fn write(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    // Readable as any report file would be (a temporary file is owner-only).
+    let mut file = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)?;
     file.write_all(contents)?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|error| error.error)?;
