@@ -297,8 +297,12 @@ pub struct Who<'a> {
 pub trait System {
     fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>>;
     fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>>;
-    /// The final state of the run's databases, in canonical form. Called
-    /// once, after every connection the run opened is closed.
+    /// The state of the run's databases, in canonical form, read straight
+    /// from the tables (never through a cache the store keeps). Called at the
+    /// end of a run, after every connection it opened is closed, and right
+    /// after every power cut on a fresh `System`: open the files with
+    /// `dump::open(path, settings.vfs)`, which goes through the crash VFS
+    /// when there is one.
     fn dump(&mut self) -> Result<Snapshot>;
     /// Files about the run for a failing seed's report (an adapter's stderr
     /// and transcript), as (name, content). Read after `dump`.
