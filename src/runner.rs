@@ -65,8 +65,10 @@ pub enum RunError {
         dir: PathBuf,
         source: std::io::Error,
     },
-    #[error("seed {seed}: {source}")]
-    Sim { seed: u64, source: SimError },
+    /// The cause is in the message, not a `source`: printed as a chain it
+    /// would be named twice.
+    #[error("seed {seed}: {error}")]
+    Sim { seed: u64, error: SimError },
     #[error("unknown implementation {0:?}")]
     UnknownStore(String),
     #[error("{0}")]
@@ -171,8 +173,8 @@ pub fn run_seed_on(
             source,
         })?;
     let simulator = Simulator::new(&loaded.scenario, implementation, seed, dir.path(), faults)
-        .map_err(|source| RunError::Sim { seed, source })?;
-    let output = simulator.run().map_err(|source| RunError::Sim { seed, source })?;
+        .map_err(|error| RunError::Sim { seed, error })?;
+    let output = simulator.run().map_err(|error| RunError::Sim { seed, error })?;
     if output.fault_points == Some(0) && !output.events.is_empty() {
         return Err(RunError::Unsupported(format!(
             "scenario {} cuts the power, but no write of {} went through the crash VFS: its connections \

@@ -49,20 +49,27 @@ impl Budget {
     };
 }
 
-/// A bench that could not finish.
+/// A bench that could not finish. Each cause is in the message, not a
+/// `source`, so an error chain names it once.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    #[error("creating a work directory under {dir}: {source}")]
-    WorkDir { dir: PathBuf, source: std::io::Error },
+    #[error("creating a work directory under {dir}: {error}")]
+    WorkDir { dir: PathBuf, error: std::io::Error },
     #[error("registering the counting VFS: {0}")]
-    Vfs(#[from] VfsError),
-    #[error("{config}: {source}")]
-    Io { config: String, source: std::io::Error },
-    #[error("{config}: {source}")]
-    Store { config: String, source: StoreError },
+    Vfs(VfsError),
+    #[error("{config}: {error}")]
+    Io { config: String, error: std::io::Error },
+    #[error("{config}: {error}")]
+    Store { config: String, error: StoreError },
     /// The outside store failed: the cause, with its stderr.
     #[error("{config}: the outside store failed: {message}")]
     Sut { config: String, message: String },
+}
+
+impl From<VfsError> for BenchError {
+    fn from(error: VfsError) -> BenchError {
+        BenchError::Vfs(error)
+    }
 }
 
 /// One configuration's result.
@@ -90,18 +97,18 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
     let work = tempfile::Builder::new()
         .prefix("crashsim-bench-")
         .tempdir_in(&options.dir)
-        .map_err(|source| BenchError::WorkDir {
+        .map_err(|error| BenchError::WorkDir {
             dir: options.dir.clone(),
-            source,
+            error,
         })?;
     let vfs = CountingVfs::register(&vfs_name())?;
     // Each configuration's directory, and what it keeps across rounds.
     let mut fixtures = Vec::new();
     for config in &options.configs {
         let dir = work.path().join(&config.name);
-        std::fs::create_dir_all(&dir).map_err(|source| BenchError::Io {
+        std::fs::create_dir_all(&dir).map_err(|error| BenchError::Io {
             config: config.name.clone(),
-            source,
+            error,
         })?;
         let fixture = match config.kind {
             Kind::RawOverwriteFsync { .. }
@@ -121,9 +128,9 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
                 Fixture::Sut(Box::new(sut::Session::start(adapter, &dir).map_err(sut_error)?))
             }
             _ => Fixture::Keeper {
-                _connection: sqlite::steady_state(&dir, &vfs).map_err(|source| BenchError::Store {
+                _connection: sqlite::steady_state(&dir, &vfs).map_err(|error| BenchError::Store {
                     config: config.name.clone(),
-                    source,
+                    error,
                 })?,
             },
         };
@@ -174,13 +181,13 @@ fn sample(
     vfs: &CountingVfs,
     budget: Budget,
 ) -> Result<Sample, BenchError> {
-    let io = |source| BenchError::Io {
+    let io = |error| BenchError::Io {
         config: config.name.clone(),
-        source,
+        error,
     };
-    let store = |source| BenchError::Store {
+    let store = |error| BenchError::Store {
         config: config.name.clone(),
-        source,
+        error,
     };
     let outside = |message| BenchError::Sut {
         config: config.name.clone(),

@@ -42,7 +42,7 @@ pub enum SimError {
     #[error("setting up the databases: {0}")]
     Setup(StoreError),
     #[error("registering the crash VFS: {0}")]
-    Vfs(#[from] crate::vfs::VfsError),
+    Vfs(crate::vfs::VfsError),
     #[error("{0} cannot run {1}")]
     Unsupported(String, String),
     /// The implementation broke its contract with the harness (an adapter's
@@ -51,6 +51,14 @@ pub enum SimError {
     Broken(String),
     #[error("reading the final state of the databases: {0}")]
     Dump(StoreError),
+}
+
+impl From<crate::vfs::VfsError> for SimError {
+    /// The cause goes into the message only (no `source`), so a chain of
+    /// errors names it once.
+    fn from(error: crate::vfs::VfsError) -> SimError {
+        SimError::Vfs(error)
+    }
 }
 
 /// What a run produced, for the checkers and the reports.
