@@ -261,7 +261,7 @@ fn a_protocol_breach_during_a_run_is_bad_input_naming_request_and_line() {
         let output = run_with_sut(&rogue(mode));
         let message = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{mode}: {message}{}", stdout(&output));
-        assert!(message.contains(expected), "{mode}: {message}");
+        assert_eq!(message.matches(expected).count(), 1, "{mode}: named once: {message}");
         assert!(message.contains("rogue.sh"), "{mode} names the adapter: {message}");
         assert!(!message.contains("panicked"), "{mode}: {message}");
     }
