@@ -10,11 +10,11 @@ use super::output::{failure_lines, kill_table, progress_bar, replay_command};
 use super::sut::Choice;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
-use crate::report::json::{self, FailingSeed, RunSummary, ScenarioSummary, SeedRecord, SutSummary};
+use crate::report::json::{RunSummary, ScenarioSummary, SeedRecord, SutSummary};
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded};
-use crate::sim::faults::{KillCounters, KillPoint};
+use crate::sim::faults::KillPoint;
 use crate::{platform, report};
 
 /// Failing seeds printed in full; the rest are in the report.
@@ -219,59 +219,16 @@ fn run_scenario(
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
 
-    let mut kills = KillCounters::default();
-    let mut by_invariant: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failing = Vec::new();
-    let mut steps = 0;
-    for result in &results {
-        kills.add(&result.kills);
-        steps += result.steps;
-        let mut invariants: Vec<String> = result.violations.iter().map(|v| v.invariant.to_string()).collect();
-        invariants.dedup();
-        for invariant in &invariants {
-            *by_invariant.entry(invariant.clone()).or_default() += 1;
-        }
-        if !result.ok {
-            failing.push(FailingSeed {
-                seed: result.seed,
-                invariants,
-                first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
-                replay: replay_command(loaded, result.seed, &flags),
-            });
-        }
-    }
-    let never_fired: Vec<String> = loaded
-        .scenario
-        .faults
-        .declared()
-        .into_iter()
-        .filter(|point| kills.fired[point.index()] == 0 && !unreachable.contains(point))
-        .map(|point| point.name().to_string())
-        .collect();
-    let summary = ScenarioSummary {
-        scenario: loaded.label(),
-        path: loaded.path.display().to_string(),
-        store: match &options.sut {
-            runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
-            runner::Sut::Scenario => loaded.scenario.store.clone(),
-        },
-        seeds: results.len() as u64,
-        passed: results.iter().filter(|r| r.ok).count() as u64,
-        failed: failing.len() as u64,
-        seconds,
-        seeds_per_s: results.len() as f64 / seconds.max(1e-9),
-        steps,
-        steps_per_s: steps as f64 / seconds.max(1e-9),
-        violations_by_invariant: by_invariant,
-        kills: json::kills(&kills),
-        never_fired,
-        unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
-        sut: match choice {
-            Choice::Outside(adapter) => Some(SutSummary::of(adapter)),
-            _ => None,
-        },
-        failing_seeds: failing,
+    let store = match &options.sut {
+        runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
+        runner::Sut::Scenario => loaded.scenario.store.clone(),
     };
+    let mut summary = ScenarioSummary::of(loaded, &store, &results, seconds, &unreachable, |seed| {
+        replay_command(loaded, seed, &flags)
+    });
+    if let Choice::Outside(adapter) = choice {
+        summary.sut = Some(SutSummary::of(adapter));
+    }
 
     let mut report_dirs = BTreeMap::new();
     if let Some(root) = args.reports.root() {

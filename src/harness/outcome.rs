@@ -16,7 +16,7 @@ use super::{Harness, HarnessError};
 use crate::report::{self, json};
 use crate::runner::SeedResult;
 use crate::scenario::Loaded;
-use crate::sim::faults::{KillCounters, KillPoint};
+use crate::sim::faults::KillPoint;
 use crate::trace::{recorder, render};
 use crate::{check, platform};
 
@@ -146,7 +146,7 @@ fn with_hash(call: &str, result: &SeedResult) -> String {
     format!("{call} // trace hash {}", result.trace_hash)
 }
 
-/// The summary `crashsim run` computes for one scenario (`cli/run.rs`).
+/// The summary `crashsim run` computes for one scenario.
 fn summarize(
     loaded: &Loaded,
     store: &str,
@@ -155,53 +155,9 @@ fn summarize(
     replays: &BTreeMap<u64, String>,
     unreachable: &[KillPoint],
 ) -> json::ScenarioSummary {
-    let mut kills = KillCounters::default();
-    let mut by_invariant: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failing = Vec::new();
-    let mut steps = 0;
-    for result in results {
-        kills.add(&result.kills);
-        steps += result.steps;
-        let mut invariants: Vec<String> = result.violations.iter().map(|v| v.invariant.to_string()).collect();
-        invariants.dedup();
-        for invariant in &invariants {
-            *by_invariant.entry(invariant.clone()).or_default() += 1;
-        }
-        if !result.ok {
-            failing.push(json::FailingSeed {
-                seed: result.seed,
-                invariants,
-                first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
-                replay: replays.get(&result.seed).cloned().unwrap_or_default(),
-            });
-        }
-    }
-    let never_fired = loaded
-        .scenario
-        .faults
-        .declared()
-        .into_iter()
-        .filter(|point| kills.fired[point.index()] == 0 && !unreachable.contains(point))
-        .map(|point| point.name().to_string())
-        .collect();
-    json::ScenarioSummary {
-        scenario: loaded.label(),
-        path: loaded.path.display().to_string(),
-        store: store.to_string(),
-        seeds: results.len() as u64,
-        passed: results.iter().filter(|result| result.ok).count() as u64,
-        failed: failing.len() as u64,
-        seconds,
-        seeds_per_s: results.len() as f64 / seconds.max(1e-9),
-        steps,
-        steps_per_s: steps as f64 / seconds.max(1e-9),
-        violations_by_invariant: by_invariant,
-        kills: json::kills(&kills),
-        never_fired,
-        unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
-        sut: None,
-        failing_seeds: failing,
-    }
+    json::ScenarioSummary::of(loaded, store, results, seconds, unreachable, |seed| {
+        replays.get(&seed).cloned().unwrap_or_default()
+    })
 }
 
 impl fmt::Display for RunOutcome {

@@ -103,6 +103,68 @@ pub struct ScenarioSummary {
     pub failing_seeds: Vec<FailingSeed>,
 }
 
+impl ScenarioSummary {
+    /// The summary of one scenario's seeds, as `crashsim run` and the
+    /// library harness report it; `replay` gives a failing seed's replay
+    /// command. `sut` is left for the caller.
+    pub fn of(
+        loaded: &crate::scenario::Loaded,
+        store: &str,
+        results: &[SeedResult],
+        seconds: f64,
+        unreachable: &[KillPoint],
+        replay: impl Fn(u64) -> String,
+    ) -> ScenarioSummary {
+        let mut counters = KillCounters::default();
+        let mut by_invariant: BTreeMap<String, u64> = BTreeMap::new();
+        let mut failing = Vec::new();
+        let mut steps = 0;
+        for result in results {
+            counters.add(&result.kills);
+            steps += result.steps;
+            let mut invariants: Vec<String> = result.violations.iter().map(|v| v.invariant.to_string()).collect();
+            invariants.dedup();
+            for invariant in &invariants {
+                *by_invariant.entry(invariant.clone()).or_default() += 1;
+            }
+            if !result.ok {
+                failing.push(FailingSeed {
+                    seed: result.seed,
+                    invariants,
+                    first: result.violations.first().map(ToString::to_string).unwrap_or_default(),
+                    replay: replay(result.seed),
+                });
+            }
+        }
+        let never_fired = loaded
+            .scenario
+            .faults
+            .declared()
+            .into_iter()
+            .filter(|point| counters.fired[point.index()] == 0 && !unreachable.contains(point))
+            .map(|point| point.name().to_string())
+            .collect();
+        ScenarioSummary {
+            scenario: loaded.label(),
+            path: loaded.path.display().to_string(),
+            store: store.to_string(),
+            seeds: results.len() as u64,
+            passed: results.iter().filter(|result| result.ok).count() as u64,
+            failed: failing.len() as u64,
+            seconds,
+            seeds_per_s: results.len() as f64 / seconds.max(1e-9),
+            steps,
+            steps_per_s: steps as f64 / seconds.max(1e-9),
+            violations_by_invariant: by_invariant,
+            kills: kills(&counters),
+            never_fired,
+            unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
+            sut: None,
+            failing_seeds: failing,
+        }
+    }
+}
+
 /// An outside store under test (`--sut`).
 #[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct SutSummary {
