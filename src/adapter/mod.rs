@@ -62,7 +62,7 @@ impl Adapter {
     /// Starts `command` once, reads its handshake, and kills it.
     pub fn probe(command: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
         let probe_dir = tempfile::tempdir().map_err(|error| AdapterError(format!("a temporary folder: {error}")))?;
-        let config = probe_config(probe_dir.path());
+        let config = default_config(probe_dir.path());
         let log = std::rc::Rc::new(std::cell::RefCell::new(RunLog {
             dir: probe_dir.path().to_path_buf(),
             ..RunLog::default()
@@ -196,8 +196,10 @@ impl Implementation for Adapter {
     }
 }
 
-/// The settings a probe's hello states: the defaults, in a scratch folder.
-fn probe_config(dir: &Path) -> SystemConfig {
+/// The files `dir/store.db` and `dir/receiver.db` with a scenario's default
+/// settings (WAL, synchronous=FULL, busy timeout 0): what a probe's hello
+/// states, and what `crashsim bench --sut` measures with.
+pub fn default_config(dir: &Path) -> SystemConfig {
     let settings = crate::scenario::SqliteConfig::default();
     SystemConfig {
         store_path: dir.join("store.db"),

@@ -36,7 +36,7 @@ use super::measure::{Budget, Sample, timed_loop};
 use super::sqlite::{KIND, PAYLOAD, command};
 use crate::adapter::{Adapter, BenchSession};
 use crate::model::Command;
-use crate::store::{Clock, Store as _, StoreError, SystemConfig};
+use crate::store::{Store as _, StoreError, SystemConfig};
 
 /// The one workflow a session appends to.
 const WORKFLOW: &str = "bench-sut";
@@ -54,19 +54,10 @@ pub struct Session {
     pub note: Option<String>,
 }
 
-/// The session's files: `dir/store.db` and `dir/receiver.db`, with the
-/// settings a scenario's defaults give (WAL, synchronous=FULL, busy timeout 0).
+/// The session's files: `dir/store.db` and `dir/receiver.db`, with a
+/// scenario's default settings.
 pub fn system_config(dir: &Path) -> SystemConfig {
-    let settings = crate::scenario::SqliteConfig::default();
-    SystemConfig {
-        store_path: dir.join("store.db"),
-        receiver_path: dir.join("receiver.db"),
-        store_sqlite: settings.store_settings(),
-        receiver_sqlite: settings.receiver_settings(),
-        hotel_failure: crate::ratio::Ratio::new(1, 4),
-        seed: 0,
-        clock: Clock::default(),
-    }
+    crate::adapter::default_config(dir)
 }
 
 impl Session {
