@@ -8,7 +8,7 @@
 //! | header | `header.rs` | scenario, seed, verdict, trace hash, fault mix, kills, the replay command |
 //! | violations | `violations.rs` | each violation, the kills that interrupted it, its trace lines |
 //! | … expected vs found | `expected.rs` | in each violation: the recovered rows next to what the checker expected |
-//! | timeline | `timeline.rs` | one swimlane per actor over simulated ticks (inline SVG) |
+//! | timeline | `timeline/` | one swimlane per actor over simulated ticks (inline SVG) |
 //! | commands | `lifecycle.rs` | one row per command_id: committed, delivered, applied, marked done |
 //!
 //! `facts.rs` gathers what they show in one pass over the trace and the

@@ -1,0 +1,160 @@
+//! What each trace line is drawn as: its mark (kind, draw order, CSS class,
+//! band in the lane), and which steps change state (folding keeps those).
+
+use super::LANE_PX;
+use crate::actors::ActorId;
+use crate::store::Lookup;
+use crate::trace::{Op, TraceEvent};
+
+/// What a mark stands for; also its draw order (later on top) and CSS class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Mark {
+    Busy,
+    Send,
+    Dispatch,
+    Probe,
+    Reply,
+    Timeout,
+    Duplicate,
+    Lost,
+    Conflict,
+    KeyConflict,
+    Failed,
+    Commit,
+    Apply,
+    Done,
+    Open,
+}
+
+impl Mark {
+    pub(super) const ALL: [Mark; 15] = [
+        Mark::Commit,
+        Mark::Conflict,
+        Mark::Send,
+        Mark::Dispatch,
+        Mark::Reply,
+        Mark::Timeout,
+        Mark::Lost,
+        Mark::Apply,
+        Mark::Duplicate,
+        Mark::KeyConflict,
+        Mark::Done,
+        Mark::Probe,
+        Mark::Failed,
+        Mark::Open,
+        Mark::Busy,
+    ];
+
+    /// Kinds that come in long runs (retries), drawn as bars over adjacent bins.
+    pub(super) fn in_runs(self) -> bool {
+        matches!(self, Mark::Busy | Mark::Failed)
+    }
+
+    pub(super) fn class(self) -> &'static str {
+        match self {
+            Mark::Busy => "busy",
+            Mark::Send => "send",
+            Mark::Dispatch => "dispatch",
+            Mark::Probe => "probe",
+            Mark::Reply => "reply",
+            Mark::Timeout => "timeout",
+            Mark::Duplicate => "dup",
+            Mark::Lost => "lost",
+            Mark::Conflict => "conflict",
+            Mark::KeyConflict => "keyconflict",
+            Mark::Failed => "failed",
+            Mark::Commit => "commit",
+            Mark::Apply => "apply",
+            Mark::Done => "mark",
+            Mark::Open => "open",
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Mark::Busy => "busy (lock held elsewhere, retried)",
+            Mark::Send => "send to a receiver",
+            Mark::Dispatch => "writer sends itself (outside the outbox)",
+            Mark::Probe => "key-conflict probe",
+            Mark::Reply => "reply received",
+            Mark::Timeout => "reply timed out",
+            Mark::Duplicate => "duplicate (folded by the receiver, or by the network)",
+            Mark::Lost => "message lost",
+            Mark::Conflict => "stale writer rejected (conflict)",
+            Mark::KeyConflict => "key conflict at the receiver",
+            Mark::Failed => "step failed",
+            Mark::Commit => "commit (event + commands)",
+            Mark::Apply => "effect applied",
+            Mark::Done => "outbox row marked done",
+            Mark::Open => "open / restart",
+        }
+    }
+
+    /// Vertical placement in the lane, as (offset, height): sends on top,
+    /// answers below, state changes over the full lane, busy a faint floor.
+    pub(super) fn band(self) -> (f64, f64) {
+        match self {
+            Mark::Busy => (LANE_PX - 3.0, 3.0),
+            Mark::Failed => (LANE_PX - 4.0, 4.0),
+            Mark::Send | Mark::Dispatch | Mark::Probe => (1.0, 7.0),
+            Mark::Reply | Mark::Timeout | Mark::Duplicate | Mark::Lost => (10.0, 7.0),
+            _ => (0.0, LANE_PX),
+        }
+    }
+}
+
+/// The lane and mark of a trace line, if it is drawn as an ordinary mark.
+pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
+    let actor = event.actor;
+    let mark = match &event.op {
+        Op::Open { .. } | Op::Restart { .. } => Mark::Open,
+        Op::Commit { appended } if !appended.is_empty() => Mark::Commit,
+        Op::Conflict { .. } => Mark::Conflict,
+        Op::Send { .. } => Mark::Send,
+        Op::Dispatch { .. } => Mark::Dispatch,
+        Op::Reply { .. } => Mark::Reply,
+        Op::Timeout { .. } => Mark::Timeout,
+        Op::MarkDone { .. } => Mark::Done,
+        Op::Apply { .. } => Mark::Apply,
+        Op::Lookup { found, .. } => match found {
+            Lookup::New => return None,
+            Lookup::Seen { .. } => Mark::Duplicate,
+            Lookup::Conflict => Mark::KeyConflict,
+        },
+        // Network events belong to the actor that missed or got the message.
+        Op::Lost { to, .. } => return Some((*to, Mark::Lost)),
+        Op::Duplicated { to, .. } => return Some((*to, Mark::Duplicate)),
+        Op::Probe { .. } | Op::ProbeReply { .. } => Mark::Probe,
+        Op::Busy { .. } => Mark::Busy,
+        Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
+        _ => return None,
+    };
+    Some((actor, mark))
+}
+
+/// Whether a step changes state (or tells of a change): stretches without
+/// one are folded.
+pub(super) fn eventful(op: &Op) -> bool {
+    match op {
+        Op::Open { .. }
+        | Op::Kill { .. }
+        | Op::Restart { .. }
+        | Op::Quiet
+        | Op::Settled
+        | Op::InsertEvent { .. }
+        | Op::Conflict { .. }
+        | Op::Send { .. }
+        | Op::Reply { .. }
+        | Op::Timeout { .. }
+        | Op::MarkDone { .. }
+        | Op::Apply { .. }
+        | Op::Lost { .. }
+        | Op::Duplicated { .. }
+        | Op::Probe { .. }
+        | Op::ProbeReply { .. }
+        | Op::Dispatch { .. } => true,
+        Op::Commit { appended } => !appended.is_empty(),
+        Op::Lookup { found, .. } => !matches!(found, Lookup::New),
+        _ => false,
+    }
+}
