@@ -184,7 +184,7 @@ pub fn run_seed_on(
         )));
     }
     let snapshot = output.snapshot;
-    let mut violations = check::check(&check::Input {
+    let violations = check::check(&check::Input {
         events: &output.events,
         snapshot: &snapshot,
         trips: &output.trips,
@@ -193,6 +193,7 @@ pub fn run_seed_on(
         steps_max: loaded.scenario.run.steps_max,
         ended: (output.ticks, output.steps),
         recoveries: &output.recoveries,
+        artifacts: &output.artifacts,
         durable: check::Durable {
             store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
             receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
@@ -202,7 +203,6 @@ pub fn run_seed_on(
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
         },
     });
-    check::adapter::attach_stderr(&mut violations, &output.artifacts);
     let ok = violations.is_empty();
     let kept_dir = if !ok && options.keep_failed {
         Some(dir.keep())

@@ -152,6 +152,7 @@ impl Fixture {
             ended: (1_000, 500),
             synchronous: super::Expected { store: 2, receiver: 2 },
             recoveries: &[],
+            artifacts: &[],
             durable: super::Durable::default(),
         })
     }

@@ -189,6 +189,9 @@ pub struct Input<'a> {
     /// Whether each database's settings promise that acknowledged commits
     /// survive a power cut.
     pub durable: Durable,
+    /// Files the implementation kept about the run (an outside store's
+    /// stderr, quoted by A1).
+    pub artifacts: &'a [crate::store::Artifact],
 }
 
 /// Which databases' settings promise durability across power loss.
