@@ -4,7 +4,9 @@
 //!
 //! `compare` names the first such answer: from an outside store's
 //! transcripts (every request and answer of every process, in order) when
-//! there are any, else from the traces.
+//! there are any, else from the traces. Where the transcripts show crashsim
+//! itself asking differently after identical answers, the difference is
+//! crashsim's own: an error, never a finding against the store.
 
 use crate::adapter::Exchange;
 use crate::check::{Invariant, Violation};
@@ -14,13 +16,40 @@ use crate::trace::render;
 /// The artifact that holds an adapter run's transcript.
 const TRANSCRIPT: &str = "adapter/transcript.jsonl";
 
+/// crashsim asked differently in two runs of one seed whose answers were
+/// the same: its own bug.
+#[derive(Debug, thiserror::Error)]
+#[error("crashsim is not deterministic on seed {seed}: {found}")]
+pub struct OwnNondeterminism {
+    pub seed: u64,
+    pub found: String,
+}
+
+/// `first` with the D1 violation of its two runs added, if they differ.
+pub fn judge(mut first: SeedResult, second: &SeedResult) -> Result<SeedResult, OwnNondeterminism> {
+    if let Some(violation) = compare(&first, second)? {
+        first.violations.push(violation);
+        first.ok = false;
+    }
+    Ok(first)
+}
+
 /// The D1 violation of two runs of one seed, if they differ.
-pub fn compare(first: &SeedResult, second: &SeedResult) -> Option<Violation> {
+pub fn compare(first: &SeedResult, second: &SeedResult) -> Result<Option<Violation>, OwnNondeterminism> {
     if first.trace_hash == second.trace_hash {
-        return None;
+        return Ok(None);
     }
     let found = match (transcript(first), transcript(second)) {
-        (Some(one), Some(two)) => first_difference(&one, &two),
+        (Some(one), Some(two)) => match first_difference(&one, &two) {
+            Some(Difference::Request(found)) => {
+                return Err(OwnNondeterminism {
+                    seed: first.seed,
+                    found,
+                });
+            }
+            Some(Difference::Answer(found)) => Some(found),
+            None => None,
+        },
         _ => None,
     };
     let found = found.or_else(|| first_trace_difference(first, second));
@@ -31,7 +60,15 @@ pub fn compare(first: &SeedResult, second: &SeedResult) -> Option<Violation> {
         second.trace_hash,
         found.unwrap_or_else(|| "the difference was not found in what the runs kept".to_string())
     );
-    Some(Violation::new(Invariant::D1, message))
+    Ok(Some(Violation::new(Invariant::D1, message)))
+}
+
+/// Where two transcripts part.
+enum Difference {
+    /// crashsim sent another request after identical answers.
+    Request(String),
+    /// The store answered the same request differently.
+    Answer(String),
 }
 
 fn transcript(result: &SeedResult) -> Option<Vec<Exchange>> {
@@ -40,30 +77,30 @@ fn transcript(result: &SeedResult) -> Option<Vec<Exchange>> {
     text.lines().map(|line| serde_json::from_str(line).ok()).collect()
 }
 
-/// The first exchange whose answer (or, failing that, request) differs.
-fn first_difference(one: &[Exchange], two: &[Exchange]) -> Option<String> {
+/// The first exchange whose request or answer differs.
+fn first_difference(one: &[Exchange], two: &[Exchange]) -> Option<Difference> {
     for (index, (a, b)) in one.iter().zip(two).enumerate() {
         if a.request != b.request || a.process != b.process {
-            return Some(format!(
-                "request #{index} differed ({} sent {} the first time, {} sent {} the second), after identical \
-                 answers: crashsim itself is not deterministic here",
+            return Some(Difference::Request(format!(
+                "request #{index} differed ({} sent {} the first time, {} sent {} the second) after \
+                 identical answers",
                 a.process, a.request, b.process, b.request
-            ));
+            )));
         }
         if a.answer != b.answer {
-            return Some(format!(
+            return Some(Difference::Answer(format!(
                 "the first answer that differed is to request #{index} of the run, {} of process {}: \
                  {} the first time, {} the second",
                 a.request, a.process, a.answer, b.answer
-            ));
+            )));
         }
     }
     (one.len() != two.len()).then(|| {
-        format!(
+        Difference::Request(format!(
             "the runs made {} and {} requests, identical as far as both went",
             one.len(),
             two.len()
-        )
+        ))
     })
 }
 

@@ -73,6 +73,8 @@ pub enum RunError {
     UnknownStore(String),
     #[error("{0}")]
     Unsupported(String),
+    #[error(transparent)]
+    Nondeterministic(#[from] crate::determinism::OwnNondeterminism),
 }
 
 /// How to run seeds.
@@ -122,12 +124,9 @@ pub fn run_seed_with(
         check_determinism: false,
         ..options.clone()
     };
-    let mut first = run_seed_once(loaded, seed, &keep, faults.clone())?;
+    let first = run_seed_once(loaded, seed, &keep, faults.clone())?;
     let second = run_seed_once(loaded, seed, &keep, faults)?;
-    if let Some(violation) = crate::determinism::compare(&first, &second) {
-        first.violations.push(violation);
-        first.ok = false;
-    }
+    let mut first = crate::determinism::judge(first, &second)?;
     if first.ok && !options.keep_traces {
         first.events = None;
         first.snapshot = None;

@@ -16,20 +16,26 @@ fn listed(items: &[String]) -> String {
     text
 }
 
-pub fn check(input: &Input<'_>) -> Vec<Violation> {
-    let mut violations = Vec::new();
-    let snapshot = input.snapshot;
-    for (file, verdict) in [
+/// I9: `PRAGMA integrity_check` of each final file.
+pub fn integrity(snapshot: &crate::store::Snapshot) -> Vec<Violation> {
+    [
         ("store", &snapshot.store_integrity),
         ("receiver", &snapshot.receiver_integrity),
-    ] {
-        if verdict != "ok" {
-            violations.push(Violation::new(
-                Invariant::I9,
-                format!("PRAGMA integrity_check of the {file} database: {verdict}"),
-            ));
-        }
-    }
+    ]
+    .into_iter()
+    .filter(|(_, verdict)| verdict.as_str() != "ok")
+    .map(|(file, verdict)| {
+        Violation::new(
+            Invariant::I9,
+            format!("PRAGMA integrity_check of the {file} database: {verdict}"),
+        )
+    })
+    .collect()
+}
+
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let snapshot = input.snapshot;
+    let mut violations = integrity(snapshot);
     if input.settled {
         return violations;
     }

@@ -267,3 +267,11 @@ fn i10_rejects_a_run_that_did_not_settle() {
         found[0].message
     );
 }
+
+#[test]
+fn files_sqlite_cannot_read_are_judged_by_integrity_alone() {
+    let mut fixture = clean();
+    fixture.snapshot = crate::store::Snapshot::unreadable("file is not a database".to_string());
+    // Every row is gone from the dump, but only the damage is a verdict.
+    only(&fixture, &[I9]);
+}

@@ -346,12 +346,9 @@ impl<'a> Harness<'a> {
         if !options.check_determinism {
             return once(options.keep_traces).map(|result| forget_if_passed(result, options.keep_traces));
         }
-        let mut first = once(true)?;
+        let first = once(true)?;
         let second = once(true)?;
-        if let Some(violation) = crate::determinism::compare(&first, &second) {
-            first.violations.push(violation);
-            first.ok = false;
-        }
+        let first = crate::determinism::judge(first, &second).map_err(runner::RunError::from)?;
         Ok(forget_if_passed(first, options.keep_traces))
     }
 }

@@ -332,10 +332,19 @@ impl<'a> Simulator<'a> {
         self.slots.clear();
         let dumped = match (&self.fatal, self.system.as_deref_mut()) {
             (Some(message), _) => Err(SimError::Broken(message.clone())),
-            (None, Some(system)) => system.dump().map_err(SimError::Dump),
-            // The run ended between a power cut and a failed recovery: read the files.
-            (None, None) => {
-                Snapshot::read(&self.store_path, &self.receiver_path).map_err(|error| SimError::Dump(error.into()))
+            (None, system) => {
+                let dumped = match system {
+                    Some(system) => system.dump(),
+                    // A power cut left files no set-up could open: read them as they are.
+                    None => Snapshot::read(&self.store_path, &self.receiver_path).map_err(StoreError::from),
+                };
+                match dumped {
+                    // What the run left is damaged beyond reading: a verdict (I9).
+                    Err(error) if error.is_corruption() => Ok(Snapshot::unreadable(format!(
+                        "unreadable at the end of the run: {error}"
+                    ))),
+                    dumped => dumped.map_err(SimError::Dump),
+                }
             }
         };
         let artifacts = self.system.as_deref_mut().map(System::artifacts).unwrap_or_default();

@@ -49,6 +49,10 @@ pub struct Snapshot {
     /// `PRAGMA integrity_check` of each file: "ok" or what it found.
     pub store_integrity: String,
     pub receiver_integrity: String,
+    /// Set when the files could not be read at all (SQLite found them
+    /// damaged): the rest is empty, and only integrity is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// Opens a database to dump it: read-only, or, through the run's VFS when
@@ -168,6 +172,17 @@ impl Snapshot {
             receiver_integrity,
             ..Snapshot::default()
         })
+    }
+
+    /// The dump of files SQLite found damaged beyond reading (`why`): empty,
+    /// with both integrity checks failed.
+    pub fn unreadable(why: String) -> Snapshot {
+        Snapshot {
+            store_integrity: why.clone(),
+            receiver_integrity: why.clone(),
+            unreadable: Some(why),
+            ..Snapshot::default()
+        }
     }
 
     /// Takes the receiver's part from `other` (a dump of the other role's

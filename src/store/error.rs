@@ -76,6 +76,21 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether SQLite found the file damaged (`SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`): a verdict on what a crash left, not an error of
+    /// the environment.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Sqlite(error) if matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+            )
+        )
+    }
+}
+
 /// True for SQLITE_BUSY and SQLITE_LOCKED in all their extended forms.
 pub fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(

@@ -171,6 +171,7 @@ fn hostile_result() -> SeedResult {
         dedup: Vec::new(),
         store_integrity: "ok".into(),
         receiver_integrity: "ok".into(),
+        unreadable: None,
     };
     SeedResult {
         scenario: "hostile<&>".into(),

@@ -185,11 +185,12 @@ impl Simulator<'_> {
                 );
             }
             Err(error) => {
-                let op = Op::Failed {
-                    step: "restore".to_string(),
-                    error: error.to_string(),
-                };
-                self.record(ActorId::SIM, op);
+                // The crash VFS could not rewrite the files: crashsim's own
+                // failure, never a verdict.
+                self.fatal = Some(format!(
+                    "restoring the files after the power cut at point {point}: {error}"
+                ));
+                return;
             }
         }
         // Recovery is what the implementation finds when it starts again:
@@ -214,21 +215,23 @@ impl Simulator<'_> {
                 );
                 snapshot
             }
-            Err(error) => {
+            Err(error) if error.is_corruption() => {
                 let error = error.to_string();
                 let op = Op::Failed {
                     step: "recovery".to_string(),
                     error: error.clone(),
                 };
                 self.record(ActorId::SIM, op);
-                // Unreadable after the cut: judged as a failed integrity
-                // check, and every cut keeps its place in the recoveries.
-                let unreadable = format!("unreadable after the cut: {error}");
-                Snapshot {
-                    store_integrity: unreadable.clone(),
-                    receiver_integrity: unreadable,
-                    ..Snapshot::default()
-                }
+                // Damaged beyond reading after the cut: judged as a failed
+                // integrity check, and every cut keeps its place among the
+                // recoveries.
+                Snapshot::unreadable(format!("unreadable after the cut: {error}"))
+            }
+            Err(error) => {
+                // Anything else (I/O, a full disk, a broken dump) is not a
+                // verdict on the store: the run stops without one.
+                self.fatal = Some(format!("recovering after the power cut at point {point}: {error}"));
+                return;
             }
         };
         self.recoveries.push(Recovery {
