@@ -237,24 +237,36 @@ pub fn run_seeds(
     seeds: &[u64],
     jobs: usize,
     options: &Options,
-    mut on_result: impl FnMut(&SeedResult),
+    on_result: impl FnMut(&SeedResult),
 ) -> Result<Vec<SeedResult>, RunError> {
+    in_parallel(seeds, jobs, |seed| run_seed(loaded, seed, options), on_result)
+}
+
+/// Runs `run` for each of `seeds` on `jobs` threads, parallel across seeds
+/// only; results in seed order, `on_result` called as each finishes. The
+/// first error stops the seeds not yet started and is returned.
+pub fn in_parallel<E: Send>(
+    seeds: &[u64],
+    jobs: usize,
+    run: impl Fn(u64) -> Result<SeedResult, E> + Sync,
+    mut on_result: impl FnMut(&SeedResult),
+) -> Result<Vec<SeedResult>, E> {
     let next = AtomicUsize::new(0);
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let (sender, receiver) = mpsc::channel::<(usize, Result<SeedResult, RunError>)>();
+    let (sender, receiver) = mpsc::channel::<(usize, Result<SeedResult, E>)>();
     let mut results: Vec<Option<SeedResult>> = vec![None; seeds.len()];
     let mut first_error = None;
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, seeds.len().max(1)) {
             let sender = sender.clone();
-            let (next, failed) = (&next, &failed);
+            let (next, failed, run) = (&next, &failed, &run);
             scope.spawn(move || {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= seeds.len() || failed.load(Ordering::Relaxed) {
                         break;
                     }
-                    let result = run_seed(loaded, seeds[index], options);
+                    let result = run(seeds[index]);
                     if result.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }

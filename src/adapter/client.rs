@@ -36,7 +36,7 @@ impl Connection {
             _ => Map::new(),
         };
         let ok = self.process.call(op, self.clock.now(), fields)?;
-        serde_json::from_value(ok.clone()).map_err(|error| {
+        T::deserialize(&ok).map_err(|error| {
             CallError::Broken(format!(
                 "the adapter ({}) answered `{op}` with {ok} ({error})",
                 self.process.label()

@@ -77,13 +77,7 @@ impl Adapter {
             actor: "probe",
             incarnation: 0,
         };
-        let fields = match system::hello(&config, Purpose::Probe, &who) {
-            serde_json::Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
-        let identity = process
-            .call("hello", 0, fields)
-            .and_then(|ok| system::check_identity(ok, command, "probe"))
+        let identity = system::shake_hands(&mut process, &config, Purpose::Probe, &who, command)
             .map_err(|error| AdapterError(message_of(error, command, &stderr_tail())))?;
         if identity.roles.store.is_none() && identity.roles.receiver.is_none() {
             return Err(AdapterError(format!(
@@ -108,7 +102,7 @@ impl Adapter {
     pub fn serve(exe: &Path, name: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
         let implementation =
             crate::mutants::resolve(name).ok_or_else(|| AdapterError(format!("unknown implementation {name:?}")))?;
-        let command = format!("{} serve {name}", shell_quote(&exe.display().to_string()));
+        let command = format!("{} serve {name}", shell_word(&exe.display().to_string()));
         let mut adapter = Adapter::probe(&command, timeout)?;
         adapter.engine = implementation.engine();
         adapter.files = BTreeMap::new();
@@ -258,11 +252,13 @@ fn file_hashes(command: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `text` quoted for `/bin/sh` when it needs it.
-fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%".contains(c))
+/// `text` as one word of a `/bin/sh` command line: as it is when plain,
+/// else single-quoted.
+pub fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c))
     {
         text.to_string()
     } else {

@@ -166,11 +166,11 @@ impl AdapterProcess {
         let answer = match answer {
             Ok(answer) => answer,
             Err(ReadError::Eof) => {
-                self.record(&line, "");
+                self.record(op, &line, "");
                 return Err(CallError::Died(self.died(op)));
             }
             Err(ReadError::Timeout) => {
-                self.record(&line, "");
+                self.record(op, &line, "");
                 self.kill();
                 return Err(CallError::Died(format!(
                     "{}: the store process did not answer `{op}` within {} s of wall-clock time and was killed",
@@ -182,7 +182,7 @@ impl AdapterProcess {
                 return Err(CallError::Broken(format!("reading from {}: {error}", self.label)));
             }
         };
-        self.record(&line, &answer);
+        self.record(op, &line, &answer);
         let parsed: Answer = serde_json::from_str(&answer).map_err(|error| {
             CallError::Broken(format!(
                 "the adapter `{}` ({}) answered request {id} (`{op}`) with a line that is not a protocol \
@@ -222,12 +222,14 @@ impl AdapterProcess {
         }
     }
 
-    fn record(&self, request: &str, answer: &str) {
+    /// Adds an exchange to the transcript. Only a hello names the run's
+    /// folder, which is written `$RUN` so that runs compare equal.
+    fn record(&self, op: &str, request: &str, answer: &str) {
         let mut log = self.log.borrow_mut();
-        let request = if log.run_dir.is_empty() {
-            request.trim_end().to_string()
-        } else {
+        let request = if op == "hello" && !log.run_dir.is_empty() {
             request.trim_end().replace(&log.run_dir, "$RUN")
+        } else {
+            request.trim_end().to_string()
         };
         log.transcript.push(Exchange {
             process: self.label.clone(),

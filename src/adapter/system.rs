@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::json;
 
 use super::client::{AdapterReceiver, AdapterStore, Connection};
 use super::process::{AdapterProcess, CallError, RunLog, SharedLog, log_dir};
@@ -31,8 +32,15 @@ pub struct AdapterSystem {
     started: u64,
 }
 
-/// The hello of a process of this run.
-pub fn hello(config: &SystemConfig, purpose: Purpose, who: &Who<'_>) -> Value {
+/// Sends `process` its hello and checks the answer (the protocol version):
+/// what the adapter says it is.
+pub fn shake_hands(
+    process: &mut AdapterProcess,
+    config: &SystemConfig,
+    purpose: Purpose,
+    who: &Who<'_>,
+    command: &str,
+) -> std::result::Result<Identity, CallError> {
     let hello = Hello {
         protocol: protocol::VERSION,
         crashsim: env!("CARGO_PKG_VERSION").to_string(),
@@ -44,14 +52,11 @@ pub fn hello(config: &SystemConfig, purpose: Purpose, who: &Who<'_>) -> Value {
         receiver: Database::new(&config.receiver_path, &config.receiver_sqlite),
         hotel_failure: config.hotel_failure.into(),
     };
-    Value::Object(protocol::fields(&hello))
-}
-
-/// Checks a hello's answer: the version, and the roles the probe saw.
-pub fn check_identity(ok: Value, command: &str, label: &str) -> std::result::Result<Identity, CallError> {
-    let identity: Identity = serde_json::from_value(ok.clone()).map_err(|error| {
+    let ok = process.call("hello", config.clock.now(), protocol::fields(&hello))?;
+    let identity = Identity::deserialize(&ok).map_err(|error| {
         CallError::Broken(format!(
-            "the adapter `{command}` ({label}) answered `hello` with {ok}, which is not a handshake ({error})"
+            "the adapter `{command}` ({}) answered `hello` with {ok}, which is not a handshake ({error})",
+            process.label()
         ))
     })?;
     if identity.protocol != protocol::VERSION {
@@ -109,14 +114,8 @@ impl AdapterSystem {
         let mut process = AdapterProcess::spawn(&self.launch.command, &label, self.launch.timeout, &self.log)
             .map_err(CallError::into_store_error)?;
         let who = Who { actor, incarnation };
-        let fields = match hello(&self.config, purpose, &who) {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
-        let ok = process
-            .call("hello", self.config.clock.now(), fields)
+        let identity = shake_hands(&mut process, &self.config, purpose, &who, &self.launch.command)
             .map_err(CallError::into_store_error)?;
-        let identity = check_identity(ok, &self.launch.command, &label).map_err(CallError::into_store_error)?;
         if identity.roles != self.launch.served {
             return Err(StoreError::Broken(format!(
                 "the adapter `{}` ({label}) now serves {}, but served {} when crashsim started",
@@ -134,16 +133,11 @@ impl AdapterSystem {
             actor: "bench",
             incarnation: 0,
         };
-        Ok(AdapterStore::new(self.open(&who, "store")?))
+        Ok(AdapterStore::new(self.open(&who, "store", Purpose::Bench)?))
     }
 
     /// A process for `who`'s connection in `role`, opened.
-    fn open(&mut self, who: &Who<'_>, role: &str) -> Result<Connection> {
-        let purpose = match who.actor {
-            "observer" => Purpose::Observer,
-            "bench" => Purpose::Bench,
-            _ => Purpose::Actor,
-        };
+    fn open(&mut self, who: &Who<'_>, role: &str, purpose: Purpose) -> Result<Connection> {
         let mut process = self.start(purpose, who.actor, who.incarnation)?;
         let tick = self.config.clock.now();
         #[derive(serde::Deserialize)]
@@ -154,7 +148,7 @@ impl AdapterSystem {
         let ok = process
             .call("open", tick, fields)
             .map_err(CallError::into_store_error)?;
-        let opened: Opened = serde_json::from_value(ok.clone()).map_err(|error| {
+        let opened = Opened::deserialize(&ok).map_err(|error| {
             StoreError::Broken(format!(
                 "the adapter `{}` answered `open` with {ok} ({error})",
                 self.launch.command
@@ -172,7 +166,7 @@ impl System for AdapterSystem {
                 &self.config.store_sqlite,
             )?));
         }
-        Ok(Box::new(AdapterStore::new(self.open(who, "store")?)))
+        Ok(Box::new(AdapterStore::new(self.open(who, "store", Purpose::Actor)?)))
     }
 
     fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>> {
@@ -183,7 +177,22 @@ impl System for AdapterSystem {
                 self.config.hotel_failure,
             )?));
         }
-        Ok(Box::new(AdapterReceiver::new(self.open(who, "receiver")?)))
+        Ok(Box::new(AdapterReceiver::new(self.open(
+            who,
+            "receiver",
+            Purpose::Actor,
+        )?)))
+    }
+
+    fn open_observer(&mut self) -> Result<Box<dyn Store>> {
+        if self.launch.served.store.is_none() {
+            return self.open_store(&Who::OBSERVER);
+        }
+        Ok(Box::new(AdapterStore::new(self.open(
+            &Who::OBSERVER,
+            "store",
+            Purpose::Observer,
+        )?)))
     }
 
     fn dump(&mut self) -> Result<Snapshot> {

@@ -17,7 +17,7 @@ use crate::scenario::Loaded;
 /// directory, the command goes through cargo so it can be pasted as is.
 pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
     let prefix = replay_command_prefix();
-    let scenario = super::sut::shell_word(&loaded.argument());
+    let scenario = crate::adapter::shell_word(&loaded.argument());
     let mut command = format!("{prefix} replay {scenario} --seed {seed}");
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
@@ -46,7 +46,7 @@ pub fn replay_command_prefix() -> String {
             "cargo run --".to_string()
         }
     } else {
-        super::sut::shell_word(&exe.display().to_string())
+        crate::adapter::shell_word(&exe.display().to_string())
     }
 }
 

@@ -169,6 +169,10 @@ fn run_scenario(
 ) -> anyhow::Result<ScenarioSummary> {
     let human = args.format == Format::Human;
     let flags = choice.replay_flags();
+    let store = match &options.sut {
+        runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
+        runner::Sut::Scenario => loaded.scenario.store.clone(),
+    };
     let roles = match &options.sut {
         runner::Sut::Adapter(adapter) => crate::store::Implementation::roles(&**adapter),
         runner::Sut::Scenario => Default::default(),
@@ -187,10 +191,7 @@ fn run_scenario(
             "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
             loaded.label(),
             loaded.origin(),
-            match &options.sut {
-                runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
-                runner::Sut::Scenario => loaded.scenario.store.clone(),
-            },
+            store,
             workload.trips_count,
             workload.writers_count,
             workload.workers_count,
@@ -219,10 +220,6 @@ fn run_scenario(
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
 
-    let store = match &options.sut {
-        runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
-        runner::Sut::Scenario => loaded.scenario.store.clone(),
-    };
     let mut summary = ScenarioSummary::of(loaded, &store, &results, seconds, &unreachable, |seed| {
         replay_command(loaded, seed, &flags)
     });

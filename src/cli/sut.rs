@@ -66,7 +66,7 @@ impl Choice {
         match self {
             Choice::Builtin => String::new(),
             Choice::Process => " --mode process".to_string(),
-            Choice::Outside(adapter) => format!(" --sut {}", shell_word(adapter.command())),
+            Choice::Outside(adapter) => format!(" --sut {}", crate::adapter::shell_word(adapter.command())),
         }
     }
 
@@ -97,17 +97,4 @@ fn timeout(sut: &SutArgs) -> anyhow::Result<Duration> {
         );
     }
     Ok(Duration::from_secs_f64(sut.sut_timeout))
-}
-
-/// `text` as one shell word: quoted unless it is plain.
-pub fn shell_word(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }

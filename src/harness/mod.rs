@@ -89,7 +89,6 @@ mod outcome;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub use error::HarnessError;
 pub use outcome::{Replay, RunOutcome};
@@ -296,33 +295,7 @@ impl<'a> Harness<'a> {
     /// Every seed on `jobs` threads; results in seed order. The error of the
     /// lowest seed that failed to run wins, so it does not depend on timing.
     fn run_seeds(&self, loaded: &Loaded, jobs: usize, options: &Options) -> Result<Vec<SeedResult>, HarnessError> {
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let mut finished: Vec<(usize, Result<SeedResult, HarnessError>)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..jobs.clamp(1, self.seeds.len()))
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut done = Vec::new();
-                        while !stop.load(Ordering::Relaxed) {
-                            let index = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(&seed) = self.seeds.get(index) else {
-                                break;
-                            };
-                            let result = self.run_one(loaded, seed, options);
-                            stop.fetch_or(result.is_err(), Ordering::Relaxed);
-                            done.push((index, result));
-                        }
-                        done
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        });
-        finished.sort_by_key(|(index, _)| *index);
-        finished.into_iter().map(|(_, result)| result).collect()
+        runner::in_parallel(&self.seeds, jobs, |seed| self.run_one(loaded, seed, options), |_| {})
     }
 
     /// One seed (twice with `check_determinism`), a panic caught as an error.

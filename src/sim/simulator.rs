@@ -213,7 +213,7 @@ impl<'a> Simulator<'a> {
             clock: crate::store::Clock::default(),
         };
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
-        let observer = system.open_store(&OBSERVER).map_err(SimError::Setup)?;
+        let observer = system.open_observer().map_err(SimError::Setup)?;
 
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
@@ -493,9 +493,3 @@ impl<'a> Simulator<'a> {
         next
     }
 }
-
-/// The run's own read-only connection.
-const OBSERVER: crate::store::Who<'static> = crate::store::Who {
-    actor: "observer",
-    incarnation: 0,
-};

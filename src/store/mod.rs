@@ -293,9 +293,22 @@ pub struct Who<'a> {
     pub incarnation: u32,
 }
 
+impl Who<'static> {
+    /// The run's own read-only store connection (settle checks).
+    pub const OBSERVER: Who<'static> = Who {
+        actor: "observer",
+        incarnation: 0,
+    };
+}
+
 /// The databases of one run; opens as many connections as the run needs.
 pub trait System {
     fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>>;
+    /// The run's own store connection, which only reads (settle checks); by
+    /// default an ordinary one, opened for `Who::OBSERVER`.
+    fn open_observer(&mut self) -> Result<Box<dyn Store>> {
+        self.open_store(&Who::OBSERVER)
+    }
     fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>>;
     /// The state of the run's databases, in canonical form, read straight
     /// from the tables (never through a cache the store keeps). Called at the

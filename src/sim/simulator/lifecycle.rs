@@ -240,7 +240,7 @@ impl Simulator<'_> {
             snapshot,
         });
         if let Some(system) = self.system.as_deref_mut() {
-            self.observer = system.open_store(&super::OBSERVER).ok();
+            self.observer = system.open_observer().ok();
         }
     }
 
