@@ -157,6 +157,19 @@ def command(kind, payload):
     return {"kind": kind, "payload": payload}
 
 
+def append_two(adapter, expected_seq=0, method="ok"):
+    """Sends `append` of event "e" with commands "a" and "b" to workflow
+    "w" at `expected_seq`; `method` is "ok" or "error"."""
+    return getattr(adapter, method)(
+        "append",
+        workflow_id="w",
+        expected_seq=expected_seq,
+        kind="e",
+        payload="{}",
+        commands=[command("a", "{}"), command("b", "{}")],
+    )
+
+
 def request(key, kind, payload, attempt=1, sent_tick=0):
     return {
         "key": key,

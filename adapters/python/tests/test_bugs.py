@@ -6,7 +6,7 @@ import subprocess
 import sys
 import uuid
 
-from tests.driver import EXAMPLE, AdapterCase, command, request
+from tests.driver import EXAMPLE, AdapterCase, append_two, request
 
 LOCK = '{"trip_id":"trip-007"}'
 
@@ -62,14 +62,7 @@ class StoreBugsTest(BugCase):
         def observe(args):
             self.setup_example(*args)
             store = self.opened("store", *args)
-            appended = store.ok(
-                "append",
-                workflow_id="w",
-                expected_seq=0,
-                kind="e",
-                payload="{}",
-                commands=[command("a", "{}"), command("b", "{}")],
-            )
+            appended = append_two(store)
             return appended["command_ids"]
 
         clean, bugged = self.both(observe, "uuid_ids")

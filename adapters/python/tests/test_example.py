@@ -4,7 +4,7 @@ import sqlite3
 import time
 import unittest
 
-from tests.driver import AdapterCase, command, request
+from tests.driver import AdapterCase, append_two, command, request
 
 TRIP = '{"city":"Oslo"}'
 LOCK = '{"trip_id":"trip-007"}'
@@ -272,14 +272,7 @@ class StoreTest(ExampleCase):
     def test_call_granularity_serves_whole_operations(self):
         store = self.writer("--granularity", "call")
         self.assertEqual(store.error("begin")["kind"], "unsupported")
-        appended = store.ok(
-            "append",
-            workflow_id="w",
-            expected_seq=0,
-            kind="e",
-            payload="{}",
-            commands=[command("a", "{}"), command("b", "{}")],
-        )
+        appended = append_two(store)
         self.assertEqual(appended, {"seq": 1, "command_ids": ["w:1:0", "w:1:1"]})
         stale = store.error(
             "append",

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.driver import TOY, AdapterCase, command, request
+from tests.driver import TOY, AdapterCase, append_two, command, request
 
 
 class HandshakeTest(AdapterCase):
@@ -149,14 +149,7 @@ class CompositionTest(AdapterCase):
     def test_append_is_composed_from_the_steps_for_a_step_store(self):
         toy = self.spawn("step", script=TOY)
         toy.ok("open", role="store")
-        appended = toy.ok(
-            "append",
-            workflow_id="w",
-            expected_seq=0,
-            kind="e",
-            payload="{}",
-            commands=[command("a", "{}"), command("b", "{}")],
-        )
+        appended = append_two(toy)
         self.assertEqual(appended, {"seq": 1, "command_ids": ["w:1:0", "w:1:1"]})
         stale = toy.error(
             "append",
