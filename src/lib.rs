@@ -24,6 +24,7 @@
 //! - `durability` what power cuts do under each setting (the table), and every cut point of a run enumerated.
 //! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
 //! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show.
+//! - `interrupt` SIGINT/SIGTERM: stop at the first, quit cleaned up at the second; directories and process groups to clean.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
@@ -37,6 +38,7 @@ pub mod determinism;
 pub mod durability;
 pub mod exit;
 pub mod harness;
+pub mod interrupt;
 pub mod model;
 pub mod mutants;
 pub mod platform;
