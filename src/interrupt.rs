@@ -190,6 +190,12 @@ pub fn guard_dir(path: PathBuf) -> DirGuard {
     DirGuard { id }
 }
 
+/// The directories registered now (for tests of their owners).
+#[cfg(test)]
+pub(crate) fn guarded_dirs() -> Vec<PathBuf> {
+    lock(&DIRS).values().cloned().collect()
+}
+
 impl Drop for DirGuard {
     fn drop(&mut self) {
         lock(&DIRS).remove(&self.id);

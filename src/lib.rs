@@ -24,6 +24,7 @@
 //! - `durability` what power cuts do under each setting (the table), and every cut point of a run enumerated.
 //! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
 //! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show.
+//! - `workspace` one locked directory per invocation for the seeds' directories; the sweep of those a killed run left.
 //! - `interrupt` SIGINT/SIGTERM: stop at the first, quit cleaned up at the second; directories and process groups to clean.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
@@ -53,3 +54,4 @@ pub mod store;
 pub mod trace;
 pub mod vfs;
 pub mod workflow;
+pub mod workspace;
