@@ -220,6 +220,12 @@ pub fn guard_group(pgid: i32) -> GroupGuard {
     GroupGuard { id }
 }
 
+/// The process groups registered now (for tests of their owners).
+#[cfg(test)]
+pub(crate) fn guarded_groups() -> Vec<i32> {
+    lock(&GROUPS).values().copied().collect()
+}
+
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         lock(&GROUPS).remove(&self.id);

@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::protocol::{self, Answer, ErrorKind};
+use crate::interrupt::{self, GroupGuard};
 use crate::store::StoreError;
 
 /// What one run's adapter processes said and did, shared by all of them.
@@ -100,6 +101,9 @@ pub struct AdapterProcess {
     log: SharedLog,
     /// Set once the process is known to be gone (or killed after a hang).
     gone: bool,
+    /// The process group, registered for `SIGKILL` at a second SIGINT or
+    /// SIGTERM from spawn until this kills it.
+    group: Option<GroupGuard>,
 }
 
 impl AdapterProcess {
@@ -125,6 +129,7 @@ impl AdapterProcess {
             let _ = child.wait();
             return Err(CallError::Broken(format!("the adapter `{command}` has no pipes")));
         };
+        let group = interrupt::guard_group(child.id() as i32);
         log.borrow_mut().processes.push(ProcessRecord {
             label: label.to_string(),
             pid: child.id(),
@@ -141,6 +146,7 @@ impl AdapterProcess {
             timeout,
             log: Rc::clone(log),
             gone: false,
+            group: Some(group),
         })
     }
 
@@ -263,6 +269,9 @@ impl AdapterProcess {
         unsafe {
             libc::killpg(group, libc::SIGKILL);
         }
+        // Killed: a second signal has nothing left to do here, and must not
+        // signal the group's id once the leader is reaped and it is free.
+        self.group = None;
         let mut leader = None;
         loop {
             let mut status: libc::c_int = 0;
@@ -416,4 +425,25 @@ fn readable(stdout: &ChildStdout, left: Duration) -> std::io::Result<bool> {
 /// The folder of a run's adapter files: `adapter/` beside the databases.
 pub fn log_dir(store_path: &Path) -> PathBuf {
     store_path.parent().unwrap_or(Path::new(".")).join("adapter")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_group_is_guarded_from_spawn_until_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let log: SharedLog = Rc::new(RefCell::new(RunLog {
+            dir: dir.path().to_path_buf(),
+            ..RunLog::default()
+        }));
+        let mut process = AdapterProcess::spawn("sleep 1000", "p0", Duration::from_secs(60), &log)
+            .unwrap_or_else(|_| panic!("sleep starts"));
+        let group = process.child.id() as i32;
+        assert!(interrupt::guarded_groups().contains(&group));
+        process.kill();
+        assert!(!interrupt::guarded_groups().contains(&group));
+        assert_eq!(log.borrow().processes[0].end.as_deref(), Some("killed"));
+    }
 }
