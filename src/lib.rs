@@ -23,7 +23,7 @@
 //! - `report`    files under `reports/`: JSON, JUnit, Markdown, failing seeds' traces and HTML pages, written atomically.
 //! - `durability` what power cuts do under each setting (the table), and every cut point of a run enumerated.
 //! - `bench`     append throughput and commit latency next to the disk's fsync limit (`crashsim bench`).
-//! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show.
+//! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show, clean.
 //! - `workspace` one locked directory per invocation for the seeds' directories; the sweep of those a killed run left.
 //! - `interrupt` SIGINT/SIGTERM: stop at the first, quit cleaned up at the second; directories and process groups to clean.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.

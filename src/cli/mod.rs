@@ -4,6 +4,7 @@
 //! progress, throughput): it reports on a run, it never steers one.
 
 mod bench;
+mod clean;
 mod durability;
 mod list;
 mod mutants;
@@ -20,6 +21,8 @@ mod sut;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use clean::CleanArgs;
 
 use crate::exit::Exit;
 
@@ -59,6 +62,9 @@ pub enum Command {
     /// protocol on stdin/stdout (what `--mode process` runs; an example of
     /// the protocol's server side).
     Serve(ServeArgs),
+    /// Remove the work directories of runs that were killed (their lock is
+    /// free), and list (with --legacy, remove) older unlocked ones.
+    Clean(CleanArgs),
 }
 
 #[derive(Args, Debug)]
@@ -371,6 +377,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::List(args) => list::list(&args),
         Command::Show(args) => show::show(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Clean(args) => clean::clean(&args),
         Command::Serve(args) => return serve::serve(&args),
     };
     match result {
