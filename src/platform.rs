@@ -47,6 +47,20 @@ pub fn filesystem_of(path: &Path) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Free and total bytes of the filesystem holding `path` (`statvfs`), for
+/// telling a full work directory apart; `None` where it cannot be read.
+pub fn space_of(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stats` a valid out-pointer.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return None;
+    }
+    let block = stats.f_frsize as u64;
+    Some((stats.f_bavail as u64 * block, stats.f_blocks as u64 * block))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +71,12 @@ mod tests {
         assert_eq!(short_commit(hash), "0123456789ab");
         assert_eq!(short_commit(&format!("{hash}-dirty")), "0123456789ab-dirty");
         assert_eq!(short_commit("unknown"), "unknown");
+    }
+
+    #[test]
+    fn the_space_of_a_directory_is_read() {
+        let (free, total) = space_of(Path::new(".")).expect("statvfs works here");
+        assert!(free <= total && total > 0);
+        assert_eq!(space_of(Path::new("/no/such/dir")), None);
     }
 }

@@ -163,7 +163,11 @@ impl Shrinker<'_> {
         let mut candidate = self.loaded.clone();
         candidate.scenario = scenario;
         let source = FaultSource::Forced(faults.into_iter().collect());
-        let result = run_seed_with(&candidate, self.seed, self.options, source)?;
+        let result = match run_seed_with(&candidate, self.seed, self.options, source) {
+            // A budget cut too short to judge liveness: not this failure.
+            Err(error) if error.kind() == crate::runner::ErrorKind::Inconclusive => return Ok(false),
+            result => result?,
+        };
         let now: BTreeSet<Invariant> = self.result.violations.iter().map(|v| v.invariant).collect();
         let keeps = result
             .violations

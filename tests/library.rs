@@ -263,7 +263,7 @@ fn a_receiver_without_dedup_fails_i2_with_a_replay_call_and_reports() {
         )
     );
     let printed = outcome.to_string();
-    assert!(printed.contains(&format!("error: seed={seed} ")), "{printed}");
+    assert!(printed.contains(&format!("fail: seed={seed} ")), "{printed}");
     assert!(printed.contains(&format!("note: replay with `{replay}`")), "{printed}");
 
     // The reports `crashsim run --report` writes, under the same names.

@@ -42,6 +42,10 @@ pub enum Next {
     /// The store broke its contract with the harness (see
     /// `StoreError::Broken`): the run stops without a verdict.
     Abort(String),
+    /// The environment failed under the store (a full disk, an I/O error:
+    /// `StoreError::environment`). Unless the simulator caused it (a power
+    /// cut), the run stops without a verdict.
+    Environment(String),
 }
 
 /// One live actor.
@@ -106,7 +110,8 @@ impl Actor {
 /// a store whose process died unasked is recorded as such (a finding) and
 /// crashes the actor like any other failure, which is recorded and crashes
 /// the actor, which recovers from the database alone; a store that broke
-/// its contract with the harness stops the run.
+/// its contract with the harness stops the run, and so does a failure of
+/// the machine under it (the simulator decides whether it injected it).
 pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Result<T>) -> Result<T, Next> {
     match result {
         Ok(value) => Ok(value),
@@ -131,7 +136,10 @@ pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Re
                 step: step.to_string(),
                 error: error.to_string(),
             });
-            Err(Next::Crash)
+            match error.environment() {
+                Some(cause) => Err(Next::Environment(format!("{step}: {cause}"))),
+                None => Err(Next::Crash),
+            }
         }
     }
 }

@@ -81,6 +81,7 @@ impl CallError {
                 ErrorKind::Busy => StoreError::Busy,
                 ErrorKind::Invalid => StoreError::Invalid(answer.message),
                 ErrorKind::Failed | ErrorKind::Conflict => StoreError::Failed(answer.message),
+                ErrorKind::Environment => StoreError::Environment(answer.message),
                 ErrorKind::Unsupported => StoreError::Broken(answer.message),
             },
             CallError::Died(cause) => StoreError::Died(cause),

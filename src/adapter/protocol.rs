@@ -137,6 +137,9 @@ pub enum ErrorKind {
     Conflict,
     Invalid,
     Failed,
+    /// The environment failed under the store (a full disk, an I/O error):
+    /// no verdict, the run stops with an error.
+    Environment,
     Unsupported,
 }
 
@@ -155,6 +158,7 @@ impl ErrorAnswer {
             StoreError::Busy | StoreError::Pending => ErrorKind::Busy,
             StoreError::Conflict { .. } => ErrorKind::Conflict,
             StoreError::Invalid(_) => ErrorKind::Invalid,
+            other if other.environment().is_some() => ErrorKind::Environment,
             _ => ErrorKind::Failed,
         };
         let message = match error {

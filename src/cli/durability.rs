@@ -14,14 +14,12 @@ use crate::durability::table::{self, Row, as_documented, share};
 use crate::exit::Exit;
 use crate::report::number::thousands;
 use crate::report::{self, atomic};
-use crate::runner::{self, Options};
+use crate::runner::Options;
 use crate::scenario;
 
 pub fn durability(args: &DurabilityArgs) -> anyhow::Result<Exit> {
-    let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
-    if !work_dir.is_dir() {
-        bail!("--dir {}: not a directory", work_dir.display());
-    }
+    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
+    let work_dir = work.path();
     match &args.exhaustive {
         Some(path) => enumerate(args, path, &work_dir),
         None => table(args, &work_dir),

@@ -17,6 +17,7 @@ mod serve;
 mod show;
 mod shrink;
 mod sut;
+mod workdir;
 
 use std::path::PathBuf;
 

@@ -49,13 +49,14 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let settings = Settings {
         seeds_max: args.seeds,
         ranges: args.ranges,
         reference_seeds: args.reference_seeds.unwrap_or(args.seeds),
         jobs,
         options: Options {
-            work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+            work_dir: work.path(),
             keep_failed: false,
             keep_traces: false,
             sut: match &reference {

@@ -89,7 +89,7 @@ pub fn failure_lines(
             1 => String::new(),
             n => format!(" (+{} more)", n - 1),
         };
-        let _ = writeln!(text, "error: seed={seed} {first}{more}");
+        let _ = writeln!(text, "fail: seed={seed} {first}{more}");
     }
     if let Some(faults) = faults {
         let _ = writeln!(text, "note: faults drawn for this seed: {faults}");

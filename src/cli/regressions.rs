@@ -21,8 +21,9 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|path| Capsule::read(path).map(|capsule| (path, capsule)))
         .collect::<Result<Vec<_>, _>>()?;
+    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let options = Options {
-        work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+        work_dir: work.path(),
         keep_failed: args.keep_failed,
         keep_traces: false,
         sut: Default::default(),

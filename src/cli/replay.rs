@@ -110,9 +110,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         command,
         choice,
     } = target(args)?;
-    let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
+    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let options = Options {
-        work_dir,
+        work_dir: work.path(),
         keep_failed: false,
         keep_traces: true,
         sut: choice.sut(&loaded, &args.sut)?,

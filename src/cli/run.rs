@@ -8,9 +8,10 @@ use anyhow::{Context, bail};
 
 use super::output::{failure_lines, kill_table, progress_bar, replay_command};
 use super::sut::Choice;
+use super::workdir::WorkDir;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
-use crate::report::json::{RunSummary, ScenarioSummary, SeedRecord, SutSummary};
+use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SeedRecord, SutSummary};
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded};
@@ -72,13 +73,17 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         Some(jobs) => jobs,
         None => std::thread::available_parallelism().map_or(1, usize::from),
     };
-    let work_dir = args.dir.clone().unwrap_or_else(runner::default_work_dir);
-    if !work_dir.is_dir() {
-        bail!("--dir {}: not a directory", work_dir.display());
+    // The first SIGINT or SIGTERM abandons the seeds running and starts no
+    // more; the partial summary and reports are still written (`exit_of`).
+    crate::interrupt::install().context("installing the SIGINT and SIGTERM handlers")?;
+    let work = WorkDir::open(args.dir.as_deref())?;
+    for note in work.notes() {
+        eprintln!("{note}");
     }
+    let work_dir = work.parent.clone();
     let filesystem = platform::filesystem_of(&work_dir);
     let options = Options {
-        work_dir: work_dir.clone(),
+        work_dir: work.path(),
         keep_failed: args.keep_failed,
         keep_traces: false,
         sut: Default::default(),
@@ -113,50 +118,69 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     )]
     let started = Instant::now();
     for loaded in &scenarios {
+        if runner::abandoning() {
+            break;
+        }
         let options = Options {
             sut: choice.sut(loaded, &args.sut)?,
             ..options.clone()
         };
-        let summary = run_scenario(args, loaded, &seeds, jobs, &options, &choice)?;
-        if summary.failed > 0 {
-            exit = Exit::Violation;
-        }
+        let summary = run_scenario(args, loaded, &seeds, jobs, &options, &choice, &work)?;
+        exit = exit.worst(exit_of(&summary));
         if let Some(root) = args.reports.root() {
-            let own = run_summary(
+            let own = RunSummary::new(
                 std::slice::from_ref(&summary),
                 started.elapsed().as_secs_f64(),
                 jobs,
+                mode_name(&choice),
                 &work_dir,
                 &filesystem,
             );
-            let mut own = own;
-            own.mode = mode_name(&choice).to_string();
             report::write_summary(root, &loaded.label(), &own)
                 .with_context(|| format!("writing the summary under {}", root.display()))?;
         }
         summaries.push(summary);
     }
-    let mut total = run_summary(
+    let total = RunSummary::new(
         &summaries,
         started.elapsed().as_secs_f64(),
         jobs,
+        mode_name(&choice),
         &work_dir,
         &filesystem,
     );
-    total.mode = mode_name(&choice).to_string();
     if human {
         if scenarios.len() > 1 {
             println!(
-                "all: {} seeds, {} failed, {} seeds/s",
+                "all: {} seeds, {} failed, {} errors, {} seeds/s",
                 thousands(total.seeds),
                 thousands(total.failed),
+                thousands(total.errored),
                 number::short(total.seeds_per_s)
             );
+        }
+        if runner::abandoning() && summaries.len() < scenarios.len() {
+            let skipped: Vec<String> = scenarios[summaries.len()..].iter().map(Loaded::label).collect();
+            println!("interrupted: not started: {}", skipped.join(", "));
         }
     } else {
         println!("{}", serde_json::to_string(&total).expect("summaries serialise"));
     }
     Ok(exit)
+}
+
+/// What one scenario's seeds say about the process's exit code: a finding
+/// outranks an interrupt, which outranks an error.
+fn exit_of(summary: &ScenarioSummary) -> Exit {
+    if summary.failed > 0 {
+        Exit::Violation
+    } else if summary.interrupted.is_some() {
+        Exit::Interrupted(crate::interrupt::requested().map_or(2, |signal| signal.number()))
+    } else if summary.errored > 0 {
+        Exit::BadInput
+    } else {
+        Exit::Pass
+    }
 }
 
 fn run_scenario(
@@ -166,6 +190,7 @@ fn run_scenario(
     jobs: usize,
     options: &Options,
     choice: &Choice,
+    work: &WorkDir,
 ) -> anyhow::Result<ScenarioSummary> {
     let human = args.format == Format::Human;
     let flags = choice.replay_flags();
@@ -204,48 +229,105 @@ fn run_scenario(
         );
     }
     let bar = progress_bar(human, seeds.len() as u64, &loaded.label(), "seeds");
-    let mut failed_so_far = 0u64;
+    let (mut failed_so_far, mut errors_so_far) = (0u64, 0u64);
+    let mut report_dirs = BTreeMap::new();
+    let mut report_error = None;
     #[expect(
         clippy::disallowed_methods,
         reason = "wall time reports speed; it never steers a run"
     )]
     let started = Instant::now();
-    let results = runner::run_seeds(loaded, seeds, jobs, options, |result| {
-        if !result.ok {
-            failed_so_far += 1;
-            bar.set_message(format!("{failed_so_far} failed"));
+    let stdout = std::io::stdout();
+    // Each seed is handed on as soon as it and every seed before it ended:
+    // a JSON line, and a failing seed's report, are written then, so a log
+    // streams and an interrupted run keeps what it found.
+    let sweep = runner::sweep(loaded, seeds, jobs, options, |seed, ended| {
+        let replay = replay_command(loaded, seed, &flags);
+        let line = match ended {
+            Ok(result) => {
+                if !result.ok {
+                    failed_so_far += 1;
+                    if let Some(root) = args.reports.root()
+                        && report_error.is_none()
+                    {
+                        match report::write_seed(root, result, &replay) {
+                            Ok(dir) => {
+                                report_dirs.insert(seed, dir);
+                            }
+                            Err(error) => report_error = Some((seed, error)),
+                        }
+                    }
+                }
+                let replay = (!result.ok).then_some(replay);
+                serde_json::to_string(&SeedRecord::new(result, replay))
+            }
+            Err(error) => {
+                errors_so_far += 1;
+                serde_json::to_string(&ErrorRecord::new(&loaded.label(), seed, error, replay))
+            }
+        };
+        if !human {
+            let mut out = stdout.lock();
+            let _ = writeln!(out, "{}", line.expect("records serialise"));
+            let _ = out.flush();
         }
+        bar.set_message(match (failed_so_far, errors_so_far) {
+            (0, 0) => String::new(),
+            (failed, 0) => format!("{failed} failed"),
+            (failed, errors) => format!("{failed} failed, {errors} errors"),
+        });
         bar.inc(1);
-    })?;
+    });
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
+    if let Some((seed, error)) = report_error {
+        return Err(anyhow::Error::new(error).context(format!("writing the report of seed {seed}")));
+    }
 
+    let covered = crate::report::json::ranges(sweep.ended.iter().map(|(seed, _)| *seed));
+    let mut results = Vec::new();
+    let mut errors = Vec::new();
+    for (seed, ended) in sweep.ended {
+        match ended {
+            Ok(mut result) => {
+                // Out of the workspace, which goes when the run ends.
+                if let Some(dir) = result.kept_dir.take() {
+                    let kept = work.workspace.keep(&dir);
+                    result.kept_dir = Some(kept.with_context(|| format!("keeping {}", dir.display()))?);
+                }
+                results.push(result);
+            }
+            Err(error) => errors.push((seed, error)),
+        }
+    }
+    let records = errors
+        .iter()
+        .map(|(seed, error)| ErrorRecord::new(&loaded.label(), *seed, error, replay_command(loaded, *seed, &flags)))
+        .collect();
     let mut summary = ScenarioSummary::of(loaded, &store, &results, seconds, &unreachable, |seed| {
         replay_command(loaded, seed, &flags)
-    });
+    })
+    .with_errors(records, sweep.not_run.len() as u64, covered);
+    if runner::abandoning() {
+        summary.interrupted = Some(
+            crate::interrupt::requested()
+                .map_or("a signal", |signal| signal.name())
+                .to_string(),
+        );
+    }
     if let Choice::Outside(adapter) = choice {
         summary.sut = Some(SutSummary::of(adapter));
     }
-
-    let mut report_dirs = BTreeMap::new();
-    if let Some(root) = args.reports.root() {
-        for result in results.iter().filter(|result| !result.ok) {
-            let replay = replay_command(loaded, result.seed, &flags);
-            let dir = report::write_seed(root, result, &replay)
-                .with_context(|| format!("writing the report of seed {}", result.seed))?;
-            report_dirs.insert(result.seed, dir);
-        }
-    }
     if human {
-        print_human(&summary, loaded, &results, &report_dirs, &flags, &unreachable);
-    } else {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        for result in &results {
-            let replay = (!result.ok).then(|| replay_command(loaded, result.seed, &flags));
-            let line = serde_json::to_string(&SeedRecord::new(result, replay)).expect("records serialise");
-            writeln!(out, "{line}")?;
-        }
+        print_human(
+            &summary,
+            loaded,
+            &results,
+            &report_dirs,
+            &flags,
+            &unreachable,
+            &work.parent,
+        );
     }
     Ok(summary)
 }
@@ -257,6 +339,7 @@ fn print_human(
     report_dirs: &BTreeMap<u64, std::path::PathBuf>,
     flags: &str,
     unreachable: &[KillPoint],
+    work_dir: &std::path::Path,
 ) {
     for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
         let replay = replay_command(loaded, result.seed, flags);
@@ -276,17 +359,70 @@ fn print_human(
             summary.failed as usize - FAILURES_SHOWN
         );
     }
+    // Errors go to stderr, like every error of the command line.
+    for error in summary.errors.iter().take(FAILURES_SHOWN) {
+        eprintln!(
+            "error: seed={} ({}, not a finding): {}",
+            error.seed,
+            error.error.kind.name(),
+            error.error.cause
+        );
+        eprintln!("note: replay with `{}`", error.replay);
+    }
+    if summary
+        .errors
+        .iter()
+        .any(|error| error.error.kind == runner::ErrorKind::Environment)
+        && let Some((free, total)) = crate::platform::space_of(work_dir)
+    {
+        eprintln!(
+            "note: the work directory {} has {} free of {} (--dir chooses another)",
+            work_dir.display(),
+            number::bytes(free),
+            number::bytes(total)
+        );
+    }
+    if summary.errored as usize > FAILURES_SHOWN {
+        eprintln!(
+            "… and {} more seeds with errors (see summary.json)",
+            summary.errored as usize - FAILURES_SHOWN
+        );
+    }
+    let mut ended = format!(
+        "{} passed, {} failed",
+        thousands(summary.passed),
+        thousands(summary.failed)
+    );
+    if summary.errored > 0 {
+        ended.push_str(&format!(", {} errors (not findings)", thousands(summary.errored)));
+    }
+    if summary.not_run > 0 {
+        ended.push_str(&format!(", {} not run", thousands(summary.not_run)));
+    }
     println!(
-        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s): {} passed, {} failed",
+        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s): {ended}",
         summary.scenario,
         thousands(summary.seeds),
         summary.seconds,
         number::short(summary.seeds_per_s),
         number::short(summary.steps_per_s),
-        thousands(summary.passed),
-        thousands(summary.failed)
     );
-    if summary.violations_by_invariant.is_empty() {
+    if let Some(signal) = &summary.interrupted {
+        println!(
+            "  interrupted by {signal}: seeds ended: {}; running seeds were abandoned",
+            if summary.covered.is_empty() {
+                "none"
+            } else {
+                &summary.covered
+            }
+        );
+    } else if summary.not_run > 0 {
+        println!("  the run stopped at the first error that would meet every later seed too");
+    }
+    if summary.seeds == 0 {
+        println!("  invariants: no seed ended with a verdict");
+        return;
+    } else if summary.violations_by_invariant.is_empty() {
         println!("  invariants: all held (I1-I7, I9 integrity, I10)");
     } else {
         let parts: Vec<String> = summary
@@ -302,33 +438,6 @@ fn print_human(
             "warning: {} declares {point}, but it never fired in {} seeds",
             summary.scenario, summary.seeds
         );
-    }
-}
-
-fn run_summary(
-    scenarios: &[ScenarioSummary],
-    seconds: f64,
-    jobs: usize,
-    work_dir: &std::path::Path,
-    filesystem: &str,
-) -> RunSummary {
-    let seeds: u64 = scenarios.iter().map(|s| s.seeds).sum();
-    let steps: u64 = scenarios.iter().map(|s| s.steps).sum();
-    let busy: f64 = scenarios.iter().map(|s| s.seconds).sum::<f64>().min(seconds).max(1e-9);
-    RunSummary {
-        summary: true,
-        seeds,
-        failed: scenarios.iter().map(|s| s.failed).sum(),
-        seconds,
-        seeds_per_s: seeds as f64 / busy,
-        steps_per_s: steps as f64 / busy,
-        jobs,
-        mode: "in-process".to_string(),
-        work_dir: work_dir.display().to_string(),
-        filesystem: filesystem.to_string(),
-        git_commit: platform::git_commit().to_string(),
-        sqlite_version: platform::sqlite_version().to_string(),
-        scenarios: scenarios.to_vec(),
     }
 }
 

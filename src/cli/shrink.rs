@@ -11,7 +11,7 @@ use crate::capsule::Capsule;
 use crate::exit::Exit;
 use crate::report::number::thousands;
 use crate::report::{self, atomic, junit, markdown};
-use crate::runner::{self, Options};
+use crate::runner::Options;
 use crate::scenario;
 use crate::shrink::{ShrinkError, Size, shrink as shrink_run};
 
@@ -30,8 +30,9 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
             args.scenario.display()
         )
     })?;
+    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let options = Options {
-        work_dir: args.dir.clone().unwrap_or_else(runner::default_work_dir),
+        work_dir: work.path(),
         keep_failed: false,
         keep_traces: true,
         sut: choice.sut(&loaded, &args.sut)?,

@@ -82,23 +82,15 @@ impl RunOutcome {
         for result in self.results.iter().filter(|result| !result.ok) {
             report::write_seed(root, result, &self.replays[&result.seed]).map_err(failed)?;
         }
-        let summary = &self.summary;
-        let run = json::RunSummary {
-            summary: true,
-            seeds: summary.seeds,
-            failed: summary.failed,
-            seconds: summary.seconds,
-            seeds_per_s: summary.seeds_per_s,
-            steps_per_s: summary.steps_per_s,
+        let run = json::RunSummary::new(
+            std::slice::from_ref(&self.summary),
+            self.summary.seconds,
             jobs,
-            mode: "in-process".to_string(),
-            work_dir: work_dir.display().to_string(),
-            filesystem: platform::filesystem_of(work_dir),
-            git_commit: platform::git_commit().to_string(),
-            sqlite_version: platform::sqlite_version().to_string(),
-            scenarios: vec![summary.clone()],
-        };
-        self.report_dir = Some(report::write_summary(root, &summary.scenario, &run).map_err(failed)?);
+            "in-process",
+            work_dir,
+            &platform::filesystem_of(work_dir),
+        );
+        self.report_dir = Some(report::write_summary(root, &self.summary.scenario, &run).map_err(failed)?);
         Ok(())
     }
 
@@ -169,7 +161,7 @@ impl fmt::Display for RunOutcome {
                     1 => String::new(),
                     n => format!(" (+{} more)", n - 1),
                 };
-                writeln!(f, "error: seed={} {first}{more}", result.seed)?;
+                writeln!(f, "fail: seed={} {first}{more}", result.seed)?;
             }
             writeln!(f, "note: replay with `{}`", self.replays[&result.seed])?;
             if let Some(dir) = &self.report_dir {

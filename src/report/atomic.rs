@@ -11,9 +11,10 @@ pub fn write(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    // Readable as any report file would be (a temporary file is owner-only).
+    // Created as any output file is, 0666 less the umask (a temporary
+    // file would be owner-only, which breaks CI uploads and shared folders).
     let mut file = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)?;
     file.write_all(contents)?;
     file.as_file().sync_all()?;
@@ -35,5 +36,18 @@ mod tests {
             1,
             "no temp file left"
         );
+    }
+
+    #[test]
+    fn files_get_the_umasks_mode_like_any_output() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        super::write(&path, b"{}").unwrap();
+        // The umask as this process has it (set and restored at once).
+        let umask = unsafe { libc::umask(0o022) };
+        unsafe { libc::umask(umask) };
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !(umask as u32), "mode {mode:o}, umask {umask:o}");
     }
 }

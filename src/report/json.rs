@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::check::Violation;
-use crate::runner::SeedResult;
+use crate::runner::{ErrorKind, RunError, SeedResult};
 use crate::sim::faults::{KillCounters, KillPoint};
 
 /// How often a kill point was reached and fired.
@@ -36,6 +36,8 @@ pub fn kills(counters: &KillCounters) -> BTreeMap<&'static str, KillCount> {
 pub struct SeedRecord<'a> {
     pub scenario: &'a str,
     pub seed: u64,
+    /// "pass" or "fail" ("error" is an `ErrorRecord`).
+    pub outcome: &'static str,
     pub ok: bool,
     pub violations: &'a [Violation],
     pub trace_hash: &'a str,
@@ -53,6 +55,7 @@ impl<'a> SeedRecord<'a> {
         SeedRecord {
             scenario: &result.scenario,
             seed: result.seed,
+            outcome: if result.ok { "pass" } else { "fail" },
             ok: result.ok,
             violations: &result.violations,
             trace_hash: &result.trace_hash,
@@ -61,6 +64,42 @@ impl<'a> SeedRecord<'a> {
             settled: result.settled,
             faults: &result.faults,
             kills: kills(&result.kills),
+            replay,
+        }
+    }
+}
+
+/// A seed that ended with an error instead of a verdict, as a JSON line of
+/// `run --format json` (and in summaries): never a finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorRecord {
+    pub scenario: String,
+    pub seed: u64,
+    /// Always "error".
+    pub outcome: &'static str,
+    pub ok: bool,
+    pub error: ErrorCause,
+    pub replay: String,
+}
+
+/// What kind of error, and its cause in words.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorCause {
+    pub kind: ErrorKind,
+    pub cause: String,
+}
+
+impl ErrorRecord {
+    pub fn new(scenario: &str, seed: u64, error: &RunError, replay: String) -> ErrorRecord {
+        ErrorRecord {
+            scenario: scenario.to_string(),
+            seed,
+            outcome: "error",
+            ok: false,
+            error: ErrorCause {
+                kind: error.kind(),
+                cause: error.cause(),
+            },
             replay,
         }
     }
@@ -101,6 +140,18 @@ pub struct ScenarioSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sut: Option<SutSummary>,
     pub failing_seeds: Vec<FailingSeed>,
+    /// Seeds that ended with an error instead of a verdict: never findings.
+    pub errored: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ErrorRecord>,
+    /// Seeds asked for that did not run: abandoned at a signal, or not
+    /// started after an error that would have met them too.
+    pub not_run: u64,
+    /// The seeds that ended (with a verdict or an error), as ranges.
+    pub covered: String,
+    /// The signal that interrupted the run, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl ScenarioSummary {
@@ -161,8 +212,41 @@ impl ScenarioSummary {
             unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
             sut: None,
             failing_seeds: failing,
+            errored: 0,
+            errors: Vec::new(),
+            not_run: 0,
+            covered: ranges(results.iter().map(|result| result.seed)),
+            interrupted: None,
         }
     }
+
+    /// Adds the seeds that ended with an error, and those that did not run.
+    pub fn with_errors(mut self, errors: Vec<ErrorRecord>, not_run: u64, covered: String) -> ScenarioSummary {
+        self.errored = errors.len() as u64;
+        self.errors = errors;
+        self.not_run = not_run;
+        self.covered = covered;
+        self
+    }
+}
+
+/// Seeds as ranges, in the order given: "0..=41, 43, 45..=46".
+pub fn ranges(seeds: impl IntoIterator<Item = u64>) -> String {
+    let mut parts: Vec<(u64, u64)> = Vec::new();
+    for seed in seeds {
+        match parts.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(seed) => *last = seed,
+            _ => parts.push((seed, seed)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(first, last)| match first == last {
+            true => first.to_string(),
+            false => format!("{first}..={last}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An outside store under test (`--sut`).
@@ -196,8 +280,17 @@ impl SutSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct RunSummary {
     pub summary: bool,
+    /// "pass", "fail" (a finding, errors or not), "error" or "interrupted".
+    pub outcome: String,
     pub seeds: u64,
     pub failed: u64,
+    /// Seeds that ended with an error instead of a verdict.
+    pub errored: u64,
+    /// Seeds asked for that did not run.
+    pub not_run: u64,
+    /// The signal that interrupted the run, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     pub seconds: f64,
     pub seeds_per_s: f64,
     pub steps_per_s: f64,
@@ -209,4 +302,65 @@ pub struct RunSummary {
     pub git_commit: String,
     pub sqlite_version: String,
     pub scenarios: Vec<ScenarioSummary>,
+}
+
+impl RunSummary {
+    /// The summary of a run of `scenarios`, which took `seconds`.
+    pub fn new(
+        scenarios: &[ScenarioSummary],
+        seconds: f64,
+        jobs: usize,
+        mode: &str,
+        work_dir: &std::path::Path,
+        filesystem: &str,
+    ) -> RunSummary {
+        let seeds: u64 = scenarios.iter().map(|s| s.seeds).sum();
+        let steps: u64 = scenarios.iter().map(|s| s.steps).sum();
+        let busy: f64 = scenarios.iter().map(|s| s.seconds).sum::<f64>().min(seconds).max(1e-9);
+        let failed = scenarios.iter().map(|s| s.failed).sum();
+        let errored = scenarios.iter().map(|s| s.errored).sum();
+        let interrupted = scenarios.iter().find_map(|s| s.interrupted.clone());
+        let outcome = if failed > 0 {
+            "fail"
+        } else if interrupted.is_some() {
+            "interrupted"
+        } else if errored > 0 {
+            "error"
+        } else {
+            "pass"
+        };
+        RunSummary {
+            summary: true,
+            outcome: outcome.to_string(),
+            seeds,
+            failed,
+            errored,
+            not_run: scenarios.iter().map(|s| s.not_run).sum(),
+            interrupted,
+            seconds,
+            seeds_per_s: seeds as f64 / busy,
+            steps_per_s: steps as f64 / busy,
+            jobs,
+            mode: mode.to_string(),
+            work_dir: work_dir.display().to_string(),
+            filesystem: filesystem.to_string(),
+            git_commit: crate::platform::git_commit().to_string(),
+            sqlite_version: crate::platform::sqlite_version().to_string(),
+            scenarios: scenarios.to_vec(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn seeds_read_as_ranges() {
+        assert_eq!(super::ranges([0, 1, 2, 3, 5, 7, 8]), "0..=3, 5, 7..=8");
+        assert_eq!(super::ranges([9]), "9");
+        assert_eq!(super::ranges([]), "");
+        assert_eq!(
+            super::ranges([u64::MAX - 1, u64::MAX]),
+            format!("{}..={}", u64::MAX - 1, u64::MAX)
+        );
+    }
 }

@@ -14,6 +14,13 @@ fn failure(message: &str, description: &str) -> TestCaseStatus {
     status
 }
 
+/// A test case that could not be judged: an error, never a failure.
+fn error(message: &str, description: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_message(message).set_description(description);
+    status
+}
+
 fn render(report: &Report) -> String {
     report.to_string().expect("JUnit reports serialise")
 }
@@ -44,6 +51,39 @@ pub fn run(summaries: &[ScenarioSummary]) -> String {
             let mut case = TestCase::new(
                 format!("seed {}", failing.seed),
                 failure(&failing.first, &format!("replay with `{}`", failing.replay)),
+            );
+            case.set_classname(summary.scenario.as_str());
+            suite.add_test_case(case);
+        }
+        for errored in &summary.errors {
+            let mut case = TestCase::new(
+                format!("seed {}", errored.seed),
+                error(
+                    &format!("{} (not a finding): {}", errored.error.kind.name(), errored.error.cause),
+                    &format!("replay with `{}`", errored.replay),
+                ),
+            );
+            case.set_classname(summary.scenario.as_str());
+            suite.add_test_case(case);
+        }
+        if summary.interrupted.is_some() || summary.not_run > 0 {
+            let why = match &summary.interrupted {
+                Some(signal) => format!("interrupted by {signal}"),
+                None => "stopped at an error that would meet every later seed".to_string(),
+            };
+            let mut case = TestCase::new(
+                format!("{} seeds not run", summary.not_run),
+                error(
+                    &why,
+                    &format!(
+                        "seeds that ended: {}",
+                        if summary.covered.is_empty() {
+                            "none"
+                        } else {
+                            &summary.covered
+                        }
+                    ),
+                ),
             );
             case.set_classname(summary.scenario.as_str());
             suite.add_test_case(case);

@@ -26,18 +26,27 @@ pub fn run(summary: &RunSummary) -> String {
         "crashsim `{}`, SQLite {}, {} job(s), databases on {} (`{}`).\n",
         summary.git_commit, summary.sqlite_version, summary.jobs, summary.filesystem, summary.work_dir
     );
+    if let Some(signal) = &summary.interrupted {
+        let _ = writeln!(
+            text,
+            "**Interrupted by {signal}**: the seeds that ended are reported; running seeds were abandoned.\n"
+        );
+    }
     text.push_str(
-        "| scenario | store | seeds | passed | failed | seeds/s | steps/s |\n|---|---|---:|---:|---:|---:|---:|\n",
+        "| scenario | store | seeds | passed | failed | errors | not run | seeds/s | steps/s |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for scenario in &summary.scenarios {
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
             scenario.scenario,
             scenario.store,
             scenario.seeds,
             scenario.passed,
             scenario.failed,
+            scenario.errored,
+            scenario.not_run,
             scenario.seeds_per_s,
             scenario.steps_per_s
         );
@@ -64,8 +73,10 @@ pub fn run(summary: &RunSummary) -> String {
                 }
             );
         }
-        if scenario.violations_by_invariant.is_empty() {
-            text.push_str("Every invariant held.\n\n");
+        if scenario.seeds == 0 {
+            text.push_str("No seed ended with a verdict.\n\n");
+        } else if scenario.violations_by_invariant.is_empty() {
+            let _ = writeln!(text, "Every invariant held in the {} seeds judged.\n", scenario.seeds);
         } else {
             text.push_str("| invariant | failing seeds |\n|---|---:|\n");
             for (invariant, seeds) in &scenario.violations_by_invariant {
@@ -91,6 +102,35 @@ pub fn run(summary: &RunSummary) -> String {
                 );
             }
             text.push('\n');
+        }
+        if !scenario.errors.is_empty() {
+            text.push_str(
+                "Seeds that ended with an error (the machine, the budget or the harness; never a finding):\n\n\
+                 | seed | kind | cause | replay |\n|---:|---|---|---|\n",
+            );
+            for errored in scenario.errors.iter().take(50) {
+                let _ = writeln!(
+                    text,
+                    "| {} | {} | {} | `{}` |",
+                    errored.seed,
+                    errored.error.kind.name(),
+                    errored.error.cause.replace('|', "\\|"),
+                    errored.replay
+                );
+            }
+            text.push('\n');
+        }
+        if scenario.not_run > 0 {
+            let _ = writeln!(
+                text,
+                "{} seeds did not run; the seeds that ended: {}.\n",
+                scenario.not_run,
+                if scenario.covered.is_empty() {
+                    "none"
+                } else {
+                    &scenario.covered
+                }
+            );
         }
         text.push_str(&kill_rows(scenario));
         for point in &scenario.never_fired {

@@ -33,9 +33,33 @@ pub fn short(value: f64) -> String {
     }
 }
 
+/// A size in bytes, binary units: 614400 → "600 KiB"; 1536 → "1.5 KiB".
+pub fn bytes(value: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut size = value as f64;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{value} B"),
+        _ if size >= 100.0 || size.fract() == 0.0 => format!("{size:.0} {}", UNITS[unit]),
+        _ => format!("{size:.1} {}", UNITS[unit]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_read_in_binary_units() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(614_400), "600 KiB");
+        assert_eq!(bytes(24 << 30), "24 GiB");
+    }
 
     #[test]
     fn thousands_groups_digits() {

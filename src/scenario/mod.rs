@@ -61,6 +61,11 @@ pub struct Power {
 }
 
 impl Scenario {
+    /// TEMPORARY until the scenario rules land: the quiet phase's minimum.
+    pub fn quiet_ticks_min(&self) -> u64 {
+        0
+    }
+
     /// Every fault rate of the scenario, before any swarm draw.
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = self.faults.plan();

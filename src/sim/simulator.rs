@@ -20,6 +20,7 @@
 //! Files: this one (the loop and a step), `network.rs` (messages, probes),
 //! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling).
 
+mod ending;
 mod lifecycle;
 mod network;
 
@@ -51,6 +52,28 @@ pub enum SimError {
     Broken(String),
     #[error("reading the final state of the databases: {0}")]
     Dump(StoreError),
+    /// The machine failed under the store (a full disk, an I/O error)
+    /// without crashsim injecting it.
+    #[error("the environment failed: {0}")]
+    Environment(String),
+    /// The run's budget ended before liveness could be judged.
+    #[error("{0}")]
+    Inconclusive(String),
+    /// The run was abandoned at a signal.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl SimError {
+    /// The cause, if the machine failed under the store (whatever stage
+    /// of the run met it).
+    pub fn environment(&self) -> Option<String> {
+        match self {
+            SimError::Environment(cause) => Some(cause.clone()),
+            SimError::Setup(error) | SimError::Dump(error) => error.environment(),
+            _ => None,
+        }
+    }
 }
 
 impl From<crate::vfs::VfsError> for SimError {
@@ -87,6 +110,9 @@ pub struct RunOutput {
     /// Persistence points the crash VFS saw during the fault phase (the
     /// points a cut could hit), for power-loss runs that reached the quiet phase.
     pub fault_points: Option<u64>,
+    /// Why liveness cannot be judged, if it cannot: the budget ended before
+    /// the quiet phase had its minimum. Safety is judged all the same.
+    pub inconclusive: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -152,8 +178,10 @@ pub struct Simulator<'a> {
     power: Option<Power>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
-    /// A breach of the harness's contract that ends the run without a verdict.
-    fatal: Option<String>,
+    /// What ended the run without a verdict, if anything did.
+    fatal: Option<ending::Fatal>,
+    /// Asked before every event: true abandons the run (a signal).
+    cancel: Option<fn() -> bool>,
     trace: Recorder,
     kills: KillCounters,
     source: FaultSource,
@@ -261,6 +289,7 @@ impl<'a> Simulator<'a> {
             recoveries: Vec::new(),
             fault_points: None,
             fatal: None,
+            cancel: None,
             trace: Recorder::new(),
             kills: KillCounters::default(),
             source,
@@ -295,12 +324,25 @@ impl<'a> Simulator<'a> {
         Ok(simulator)
     }
 
+    /// Abandons the run (`SimError::Interrupted`) at the first event for
+    /// which `cancelled` says so.
+    pub fn cancel_on(mut self, cancelled: fn() -> bool) -> Self {
+        self.cancel = Some(cancelled);
+        self
+    }
+
     /// Runs to the end and returns what happened. The actors' connections
     /// are closed before the implementation dumps the final state.
     pub fn run(mut self) -> Result<RunOutput, SimError> {
         let (ticks_max, steps_max) = (self.scenario.run.ticks_max, self.scenario.run.steps_max);
+        let mut budget_ended = None;
         while let Some((tick, event)) = self.queue.pop() {
             if tick > ticks_max || self.steps >= steps_max {
+                budget_ended = Some(if tick > ticks_max { ticks_max } else { self.now });
+                break;
+            }
+            if self.cancel.is_some_and(|cancelled| cancelled()) {
+                self.fatal = Some(ending::Fatal::Interrupted);
                 break;
             }
             self.now = tick;
@@ -327,11 +369,15 @@ impl<'a> Simulator<'a> {
         if self.fault_points.is_none() {
             self.fault_points = self.power.as_ref().map(|power| power.vfs.points());
         }
+        let inconclusive = match self.settled {
+            true => None,
+            false => budget_ended.and_then(|ended| self.inconclusive(ended)),
+        };
         // Closing every connection rolls back what is open and checkpoints the WAL.
         self.observer = None;
         self.slots.clear();
         let dumped = match (&self.fatal, self.system.as_deref_mut()) {
-            (Some(message), _) => Err(SimError::Broken(message.clone())),
+            (Some(fatal), _) => Err(fatal.clone().into_error()),
             (None, system) => {
                 let dumped = match system {
                     Some(system) => system.dump(),
@@ -369,6 +415,7 @@ impl<'a> Simulator<'a> {
             artifacts,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
+            inconclusive,
         })
     }
 
@@ -443,8 +490,9 @@ impl<'a> Simulator<'a> {
             Next::Crash => self.kill(slot, "crash"),
             Next::Abort(message) => {
                 let id = self.slots[slot].id;
-                self.fatal = Some(format!("{id}: {message}"));
+                self.fatal = Some(ending::Fatal::Broken(format!("{id}: {message}")));
             }
+            Next::Environment(cause) => self.environment_failed(slot, cause),
         }
     }
 

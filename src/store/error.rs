@@ -35,6 +35,11 @@ pub enum StoreError {
     /// malformed answer): the run cannot go on, and no verdict is given.
     #[error("{0}")]
     Broken(String),
+    /// The environment failed under the store (a full disk, an I/O error,
+    /// no memory), as an adapter reported it (`environment`): not the
+    /// store's fault, so the run stops without a verdict.
+    #[error("{0}")]
+    Environment(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -65,6 +70,7 @@ impl StoreError {
             StoreError::Failed(message) => StoreError::Failed(message.clone()),
             StoreError::Died(message) => StoreError::Died(message.clone()),
             StoreError::Broken(message) => StoreError::Broken(message.clone()),
+            StoreError::Environment(message) => StoreError::Environment(message.clone()),
             StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, message)) => {
                 StoreError::Sqlite(rusqlite::Error::SqliteFailure(*code, message.clone()))
             }
@@ -88,6 +94,33 @@ impl StoreError {
                 Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
             )
         )
+    }
+}
+
+impl StoreError {
+    /// What failed in the environment, if this error is the machine's and
+    /// not the store's: SQLite's `FULL`, `IOERR`, `CANTOPEN`, `NOMEM`,
+    /// `PERM` and `NOLFS` (in every extended form), or an adapter's
+    /// `environment` answer. A fault crashsim injected (the crash VFS's
+    /// answer at a power cut) looks the same here: the simulator tells the
+    /// two apart, since it knows when it cut the power.
+    pub fn environment(&self) -> Option<String> {
+        match self {
+            StoreError::Environment(message) => Some(message.clone()),
+            StoreError::Sqlite(error) => {
+                let what = match error.sqlite_error_code()? {
+                    rusqlite::ErrorCode::DiskFull => "the work directory is full",
+                    rusqlite::ErrorCode::SystemIoFailure => "an I/O error in the work directory",
+                    rusqlite::ErrorCode::CannotOpen => "a database file cannot be opened",
+                    rusqlite::ErrorCode::OutOfMemory => "out of memory",
+                    rusqlite::ErrorCode::PermissionDenied => "permission denied",
+                    rusqlite::ErrorCode::NoLargeFileSupport => "the file system refuses large files",
+                    _ => return None,
+                };
+                Some(format!("{what} ({error})"))
+            }
+            _ => None,
+        }
     }
 }
 

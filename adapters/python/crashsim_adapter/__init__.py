@@ -112,7 +112,15 @@ from .effect import (
     hotel_sold_out,
     perform,
 )
-from .errors import AdapterError, Busy, Conflict, Invalid, Unsupported, error_kind
+from .errors import (
+    AdapterError,
+    Busy,
+    Conflict,
+    Environment,
+    Invalid,
+    Unsupported,
+    error_kind,
+)
 from .protocol import PROTOCOL, now, serve
 from .settings import (
     DEDUP,
@@ -139,6 +147,7 @@ __all__ = [
     "Busy",
     "Conflict",
     "Database",
+    "Environment",
     "Invalid",
     "Request",
     "Settings",

@@ -27,6 +27,24 @@ class Invalid(AdapterError):
     kind = "invalid"
 
 
+class Environment(AdapterError):
+    """The machine failed under the store: a full disk, an I/O error."""
+
+    kind = "environment"
+
+
+# SQLite's primary codes that are the machine's fault, not the store's:
+# SQLITE_PERM, SQLITE_NOMEM, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN,
+# SQLITE_NOLFS.
+ENVIRONMENT_CODES = (3, 7, 10, 13, 14, 22)
+ENVIRONMENT_TEXTS = (
+    "database or disk is full",
+    "disk i/o error",
+    "unable to open database file",
+    "out of memory",
+)
+
+
 class Unsupported(AdapterError):
     """The adapter does not know this operation."""
 
@@ -42,8 +60,12 @@ def error_kind(exc):
         code = getattr(exc, "sqlite_errorcode", None)
         if code is not None:
             # Primary codes SQLITE_BUSY (5) and SQLITE_LOCKED (6), extended or not.
-            return "busy" if code & 0xFF in (5, 6) else "failed"
+            if code & 0xFF in (5, 6):
+                return "busy"
+            return "environment" if code & 0xFF in ENVIRONMENT_CODES else "failed"
         text = str(exc).lower()
+        if any(words in text for words in ENVIRONMENT_TEXTS):
+            return "environment"
         if isinstance(exc, sqlite3.OperationalError) and (
             "locked" in text or "busy" in text
         ):

@@ -101,6 +101,7 @@ class ErrorKindTest(unittest.TestCase):
         self.assertEqual(ca.error_kind(ca.Busy("x")), "busy")
         self.assertEqual(ca.error_kind(ca.Invalid("x")), "invalid")
         self.assertEqual(ca.error_kind(ca.Unsupported("x")), "unsupported")
+        self.assertEqual(ca.error_kind(ca.Environment("x")), "environment")
         self.assertEqual(ca.error_kind(RuntimeError("x")), "failed")
         self.assertEqual(ca.error_kind(KeyError("x")), "failed")
 
@@ -112,6 +113,10 @@ class ErrorKindTest(unittest.TestCase):
         self.assertEqual(
             ca.error_kind(sqlite3.OperationalError("no such table")), "failed"
         )
+        self.assertEqual(
+            ca.error_kind(sqlite3.OperationalError("database or disk is full")),
+            "environment",
+        )
         # Raised by SQLite: the code decides.
         first = sqlite3.connect(":memory:", isolation_level=None)
         with self.assertRaises(sqlite3.Error) as caught:
@@ -122,6 +127,16 @@ class ErrorKindTest(unittest.TestCase):
         with self.assertRaises(sqlite3.IntegrityError) as caught:
             first.execute("INSERT INTO t VALUES (1)")
         self.assertEqual(ca.error_kind(caught.exception), "failed")
+
+    def test_real_full_disk(self):
+        # max_page_count makes SQLite answer SQLITE_FULL as a full disk would.
+        db = sqlite3.connect(":memory:", isolation_level=None)
+        db.execute("CREATE TABLE t (v)")
+        db.execute("PRAGMA max_page_count = 2")
+        with self.assertRaises(sqlite3.Error) as caught:
+            for _ in range(100):
+                db.execute("INSERT INTO t VALUES (zeroblob(4000))")
+        self.assertEqual(ca.error_kind(caught.exception), "environment")
 
     def test_real_busy(self):
         import tempfile

@@ -1,6 +1,7 @@
 //! An actor's lives (boot, kill, restart), the run's phases and scripted
 //! faults, power cuts and their recovery, and settling.
 
+use super::ending::Fatal;
 use super::{Event, Life, Phase, Simulator};
 use crate::actors::{Actor, ActorId, Next};
 use crate::sim::faults::{Fault, Injected};
@@ -39,7 +40,12 @@ impl Simulator<'_> {
                 );
                 Next::Crash
             }
-            Err(error) => self.boot_failed(id, error.to_string()),
+            Err(error) => match error.environment() {
+                // The machine failed under the store, and not because the
+                // power is out: no verdict.
+                Some(cause) if !self.cutting() => Next::Environment(format!("open: {cause}")),
+                _ => self.boot_failed(id, error.to_string()),
+            },
         }
     }
 
@@ -187,9 +193,9 @@ impl Simulator<'_> {
             Err(error) => {
                 // The crash VFS could not rewrite the files: crashsim's own
                 // failure, never a verdict.
-                self.fatal = Some(format!(
+                self.fatal = Some(Fatal::Environment(format!(
                     "restoring the files after the power cut at point {point}: {error}"
-                ));
+                )));
                 return;
             }
         }
@@ -230,7 +236,10 @@ impl Simulator<'_> {
             Err(error) => {
                 // Anything else (I/O, a full disk, a broken dump) is not a
                 // verdict on the store: the run stops without one.
-                self.fatal = Some(format!("recovering after the power cut at point {point}: {error}"));
+                self.fatal = Some(Fatal::of(
+                    &format!("recovering after the power cut at point {point}"),
+                    &error,
+                ));
                 return;
             }
         };
@@ -271,12 +280,21 @@ impl Simulator<'_> {
         let Some(observer) = self.observer.as_deref_mut() else {
             return false;
         };
-        // A failed read (a broken file, a store that is down) is not settled.
-        if !observer.pending(1).is_ok_and(|rows| rows.is_empty()) {
-            return false;
-        }
-        let Ok(heads) = observer.heads() else {
-            return false;
+        // A failed read (a broken file, a store that is down) is not
+        // settled; a failure of the machine ends the run without a verdict.
+        let read = observer.pending(1).and_then(|rows| match rows.is_empty() {
+            true => observer.heads().map(Some),
+            false => Ok(None),
+        });
+        let heads = match read {
+            Ok(Some(heads)) => heads,
+            Ok(None) => return false,
+            Err(error) => {
+                if error.environment().is_some() {
+                    self.fatal = Some(Fatal::of("checking whether the run settled", &error));
+                }
+                return false;
+            }
         };
         let terminal = heads
             .iter()

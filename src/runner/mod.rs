@@ -3,12 +3,17 @@
 //!
 //! Each seed runs on one thread in its own temporary directory; parallelism
 //! is across seeds only, so a seed's run is the same whatever `--jobs` is.
-//! Results are handed back in seed order.
+//! Results are handed back in seed order (`sweep.rs`). A seed ends with a
+//! verdict (pass or fail) or an error that is never a verdict (`error.rs`).
+
+mod error;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+
+pub use error::{ErrorKind, RunError};
+pub use sweep::{Ended, Sweep, in_parallel, run_seeds, sweep};
 
 use serde::Serialize;
 
@@ -54,27 +59,6 @@ pub struct SeedResult {
     /// The seed's directory, if it was kept (`--keep-failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_dir: Option<PathBuf>,
-}
-
-/// A seed that could not run at all (setup failed): not a verdict.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("seed {seed}: creating a work directory under {dir}")]
-    WorkDir {
-        seed: u64,
-        dir: PathBuf,
-        source: std::io::Error,
-    },
-    /// The cause is in the message, not a `source`: printed as a chain it
-    /// would be named twice.
-    #[error("seed {seed}: {error}")]
-    Sim { seed: u64, error: SimError },
-    #[error("unknown implementation {0:?}")]
-    UnknownStore(String),
-    #[error("{0}")]
-    Unsupported(String),
-    #[error(transparent)]
-    Nondeterministic(#[from] crate::determinism::OwnNondeterminism),
 }
 
 /// How to run seeds.
@@ -172,7 +156,8 @@ pub fn run_seed_on(
             source,
         })?;
     let simulator = Simulator::new(&loaded.scenario, implementation, seed, dir.path(), faults)
-        .map_err(|error| RunError::Sim { seed, error })?;
+        .map_err(|error| RunError::Sim { seed, error })?
+        .cancel_on(abandoning);
     let output = simulator.run().map_err(|error| RunError::Sim { seed, error })?;
     if output.fault_points == Some(0) && !output.events.is_empty() {
         return Err(RunError::Unsupported(format!(
@@ -183,7 +168,7 @@ pub fn run_seed_on(
         )));
     }
     let snapshot = output.snapshot;
-    let violations = check::check(&check::Input {
+    let mut violations = check::check(&check::Input {
         events: &output.events,
         snapshot: &snapshot,
         trips: &output.trips,
@@ -202,6 +187,17 @@ pub fn run_seed_on(
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
         },
     });
+    if let Some(reason) = output.inconclusive {
+        // Liveness cannot be judged: what is left is safety, and a run
+        // with no safety violation has no verdict.
+        violations.retain(|violation| violation.invariant != check::Invariant::I10);
+        if violations.is_empty() {
+            return Err(RunError::Sim {
+                seed,
+                error: SimError::Inconclusive(reason),
+            });
+        }
+    }
     let ok = violations.is_empty();
     let kept_dir = if !ok && options.keep_failed {
         Some(dir.keep())
@@ -229,73 +225,10 @@ pub fn run_seed_on(
     })
 }
 
-/// Runs `seeds` on `jobs` threads. `on_result` is called on the calling
-/// thread as each seed finishes (in completion order, for progress); the
-/// returned results are in seed order. The first setup error stops the run.
-pub fn run_seeds(
-    loaded: &Loaded,
-    seeds: &[u64],
-    jobs: usize,
-    options: &Options,
-    on_result: impl FnMut(&SeedResult),
-) -> Result<Vec<SeedResult>, RunError> {
-    in_parallel(seeds, jobs, |seed| run_seed(loaded, seed, options), on_result)
-}
-
-/// Runs `run` for each of `seeds` on `jobs` threads, parallel across seeds
-/// only; results in seed order, `on_result` called as each finishes. The
-/// first error stops the seeds not yet started and is returned.
-pub fn in_parallel<E: Send>(
-    seeds: &[u64],
-    jobs: usize,
-    run: impl Fn(u64) -> Result<SeedResult, E> + Sync,
-    mut on_result: impl FnMut(&SeedResult),
-) -> Result<Vec<SeedResult>, E> {
-    let next = AtomicUsize::new(0);
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let (sender, receiver) = mpsc::channel::<(usize, Result<SeedResult, E>)>();
-    let mut results: Vec<Option<SeedResult>> = vec![None; seeds.len()];
-    let mut first_error = None;
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, seeds.len().max(1)) {
-            let sender = sender.clone();
-            let (next, failed, run) = (&next, &failed, &run);
-            scope.spawn(move || {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= seeds.len() || failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let result = run(seeds[index]);
-                    if result.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    if sender.send((index, result)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(sender);
-        for (index, result) in receiver {
-            match result {
-                Ok(result) => {
-                    on_result(&result);
-                    results[index] = Some(result);
-                }
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-    });
-    match first_error {
-        Some(error) => Err(error),
-        None => Ok(results
-            .into_iter()
-            .map(|result| result.expect("every seed ran"))
-            .collect()),
-    }
+/// Whether every running seed is to be abandoned at its next event, and no
+/// seed started: a signal asked the process to stop (`crate::interrupt`).
+pub fn abandoning() -> bool {
+    crate::interrupt::requested().is_some()
 }
 
 /// The default place for seed directories: a tmpfs such as `/dev/shm` where

@@ -1,0 +1,151 @@
+//! A gate that never cries wolf: what is not the store's fault ends a seed
+//! as an error (exit 2), never as a finding (exit 1).
+//!
+//! - a full disk under a correct store is an environment error;
+//! - a budget that ends before liveness can be judged is inconclusive, yet
+//!   a safety violation found before it is still a finding;
+//! - the CLI reproductions of a full work directory (a real 600 KiB tmpfs,
+//!   where this machine lets the test mount one).
+
+mod common;
+
+use std::path::Path;
+
+use common::{crashsim, load, options, stderr, stdout, work_dir};
+use crashsim::check::Invariant;
+use crashsim::runner::{ErrorKind, run_seed, run_seed_on};
+use crashsim::sim::faults::FaultSource;
+use crashsim::store::reference::{ReferenceStore, ReferenceSystem};
+use crashsim::store::{self, Implementation, Receiver, Snapshot, Store, System, SystemConfig, Who};
+
+/// The reference on a disk that fills up: every store connection may use
+/// only a few pages, so SQLite answers `SQLITE_FULL` as a full disk would.
+struct Cramped;
+
+struct CrampedSystem(ReferenceSystem);
+
+impl Implementation for Cramped {
+    fn name(&self) -> &str {
+        "cramped"
+    }
+
+    fn description(&self) -> &str {
+        "the reference on a disk with a few pages free"
+    }
+
+    fn system(&self, config: &SystemConfig) -> store::Result<Box<dyn System>> {
+        Ok(Box::new(CrampedSystem(ReferenceSystem::create(config)?)))
+    }
+}
+
+impl System for CrampedSystem {
+    fn open_store(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Store>> {
+        let config = &self.0.config;
+        let opened = ReferenceStore::open(&config.store_path, &config.store_sqlite)?;
+        opened.conn().pragma_update(None, "max_page_count", 12)?;
+        let _ = who;
+        Ok(Box::new(opened))
+    }
+
+    fn open_receiver(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Receiver>> {
+        self.0.open_receiver(who)
+    }
+
+    fn dump(&mut self) -> store::Result<Snapshot> {
+        self.0.dump()
+    }
+}
+
+#[test]
+fn a_full_disk_under_a_correct_store_is_an_environment_error() {
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml");
+    let error = run_seed_on(&loaded, &Cramped, 0, &options(dir.path()), FaultSource::Drawn)
+        .expect_err("a full disk gives no verdict");
+    assert_eq!(error.kind(), ErrorKind::Environment, "{error}");
+    assert!(error.cause().contains("the work directory is full"), "{error}");
+    assert_eq!(error.seed(), Some(0));
+    assert!(error.stops_run());
+}
+
+#[test]
+fn a_budget_that_ends_in_the_fault_phase_is_inconclusive_not_i10() {
+    let dir = work_dir();
+    let mut loaded = load("scenarios/smoke.toml");
+    // Built in code: the loader refuses such a budget outright.
+    loaded.scenario.run.steps_max = 300;
+    let error = run_seed(&loaded, 0, &options(dir.path())).expect_err("no verdict on liveness");
+    assert_eq!(error.kind(), ErrorKind::Inconclusive, "{error}");
+    assert!(error.cause().contains("fault phase"), "{error}");
+    assert!(!error.stops_run(), "another seed may still be judged");
+}
+
+#[test]
+fn a_safety_violation_before_the_budget_ends_is_still_a_finding() {
+    let dir = work_dir();
+    let mut loaded = load("tests/fixtures/no_dedup.toml");
+    loaded.scenario.run.ticks_fault = 30_000;
+    loaded.scenario.run.ticks_max = 40_000;
+    let settled = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let mut cut = loaded.clone();
+    // Cut just before it would have settled: still in the fault phase.
+    cut.scenario.run.steps_max = settled.steps - 1;
+    let result = run_seed(&cut, 0, &options(dir.path())).expect("safety is judged all the same");
+    assert!(!result.ok);
+    assert!(result.violations.iter().any(|v| v.invariant == Invariant::I2));
+    assert!(result.violations.iter().all(|v| v.invariant != Invariant::I10));
+}
+
+/// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).
+fn mount_tmpfs(dir: &Path, size: &str) -> bool {
+    std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.0).output();
+    }
+}
+
+#[test]
+fn a_full_work_directory_exits_2_with_sqlites_words_and_no_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    if !mount_tmpfs(dir.path(), "600k") {
+        eprintln!("skipped: this machine does not let the test mount a tmpfs");
+        return;
+    }
+    let _unmount = Unmount(dir.path());
+    let reports = tempfile::tempdir().unwrap();
+    let output = crashsim(&[
+        "run",
+        "smoke",
+        "--seeds",
+        "6",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--report",
+        reports.path().to_str().unwrap(),
+    ]);
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("database or disk is full"), "{err}");
+    assert!(err.contains("not a finding"), "{err}");
+    assert!(!out.contains("fail:") && !out.contains("I10"), "{out}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.path().join("smoke/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["outcome"], "error");
+    assert_eq!(summary["failed"], 0);
+    assert!(summary["errored"].as_u64().unwrap() >= 1);
+    assert_eq!(summary["scenarios"][0]["errors"][0]["error"]["kind"], "environment");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no work directory is left behind"
+    );
+}
