@@ -85,9 +85,13 @@ A store is two classes (see example_store.py for a complete one)::
   `HEAD`, `OUTBOX`, `EFFECT`, `DEDUP` below) or dicts.
 - Errors: raise `Conflict` for a stale append, `Invalid` for bad input,
   `Busy` if you detect contention yourself; a sqlite3 error with code
-  SQLITE_BUSY or SQLITE_LOCKED is answered `busy`, and any other exception
-  `failed` (its traceback goes to stderr). The loop keeps serving after
-  every error answer.
+  SQLITE_BUSY or SQLITE_LOCKED is answered `busy`, one of the machine's
+  (SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_NOMEM, SQLITE_PERM,
+  SQLITE_NOLFS: a full disk, an I/O error) `environment`, which crashsim
+  reports as an error of the run and never as a finding (raise
+  `Environment` for your own), and any other exception `failed` (its
+  traceback goes to stderr). The loop keeps serving after every error
+  answer.
 - `perform`, `canonical`, `core_digest`, `command_id` compute what
   crashsim's reference computes, byte for byte; `now()` is the current
   request's simulated tick (never read the wall clock).
