@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::exit::Exit;
+use crate::report::number;
 use crate::workspace;
 
 #[derive(Args, Debug)]
@@ -46,7 +47,7 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
         println!(
             "{verb} {} ({}; its run is gone)",
             swept.path.display(),
-            size(swept.bytes)
+            number::bytes(swept.bytes)
         );
     }
     let mut legacy_bytes = 0;
@@ -57,9 +58,9 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
             if !args.dry_run {
                 remove(path)?;
             }
-            println!("{verb} {} ({}; legacy)", path.display(), size(bytes));
+            println!("{verb} {} ({}; legacy)", path.display(), number::bytes(bytes));
         } else {
-            println!("legacy {} ({})", path.display(), size(bytes));
+            println!("legacy {} ({})", path.display(), number::bytes(bytes));
         }
     }
 
@@ -67,17 +68,17 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
     let mut summary = Vec::new();
     if !stale.is_empty() {
         let workspaces = count(stale.len(), "stale workspace", "stale workspaces");
-        summary.push(format!("{verb} {workspaces} ({})", size(stale_bytes)));
+        summary.push(format!("{verb} {workspaces} ({})", number::bytes(stale_bytes)));
     }
     if !legacy.is_empty() {
         let legacies = count(legacy.len(), "legacy directory", "legacy directories");
         summary.push(if args.legacy {
-            format!("{verb} {legacies} ({})", size(legacy_bytes))
+            format!("{verb} {legacies} ({})", number::bytes(legacy_bytes))
         } else {
             format!(
                 "{legacies} ({}) left: no lock proves them abandoned; `crashsim clean --legacy` removes them \
                  once no older crashsim runs here",
-                size(legacy_bytes)
+                number::bytes(legacy_bytes)
             )
         });
     }
@@ -99,31 +100,4 @@ fn remove(path: &Path) -> anyhow::Result<()> {
 
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Bytes in the largest binary unit that keeps the number at least 1.
-fn size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::size;
-
-    #[test]
-    fn sizes_read_in_binary_units() {
-        assert_eq!(size(0), "0 B");
-        assert_eq!(size(4096), "4.0 KiB");
-        assert_eq!(size(3 * 1024 * 1024 + 512 * 1024), "3.5 MiB");
-    }
 }
