@@ -42,7 +42,7 @@ fn passing_and_failing_runs_exit_0_and_1() {
     let pass = crashsim(&["run", "scenarios/contention.toml", "--seeds", "2", "--no-report"]);
     assert_eq!(pass.status.code(), Some(0), "{}", stdout(&pass));
     assert!(stdout(&pass).contains("2 passed, 0 failed"), "{}", stdout(&pass));
-    let fail = crashsim(&["run", "tests/fixtures/starved.toml", "--seeds", "2", "--no-report"]);
+    let fail = crashsim(&["run", "tests/fixtures/stuck.toml", "--seeds", "2", "--no-report"]);
     assert_eq!(fail.status.code(), Some(1));
     assert!(
         stdout(&fail).contains("error: seed=0 I10 liveness"),

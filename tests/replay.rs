@@ -18,7 +18,7 @@ fn run_json(args: &[&str]) -> (i32, Vec<Value>) {
 
 #[test]
 fn the_printed_replay_command_reproduces_a_failure() {
-    let run = crashsim(&["run", "tests/fixtures/starved.toml", "--seeds", "3", "--no-report"]);
+    let run = crashsim(&["run", "tests/fixtures/stuck.toml", "--seeds", "3", "--no-report"]);
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
     let text = stdout(&run);
     let command = text
@@ -34,7 +34,7 @@ fn the_printed_replay_command_reproduces_a_failure() {
 
     let (_, lines) = run_json(&[
         "run",
-        "tests/fixtures/starved.toml",
+        "tests/fixtures/stuck.toml",
         "--seed",
         &seed.to_string(),
         "--format",
@@ -97,9 +97,9 @@ fn replay_agrees_with_run_on_a_passing_seed() {
 fn the_trace_hash_is_the_sha256_of_the_written_trace() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().to_str().unwrap();
-    let run = crashsim(&["run", "tests/fixtures/starved.toml", "--seed", "5", "--report", report]);
+    let run = crashsim(&["run", "tests/fixtures/stuck.toml", "--seed", "5", "--report", report]);
     assert_eq!(run.status.code(), Some(1));
-    let seed_dir = dir.path().join("starved").join("5");
+    let seed_dir = dir.path().join("stuck").join("5");
     let trace = std::fs::read_to_string(seed_dir.join("trace.jsonl")).unwrap();
     let result: Value = serde_json::from_str(&std::fs::read_to_string(seed_dir.join("result.json")).unwrap()).unwrap();
     assert_eq!(
@@ -110,7 +110,7 @@ fn the_trace_hash_is_the_sha256_of_the_written_trace() {
     assert!(!events.is_empty());
     assert!(seed_dir.join("trace.txt").exists());
     let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("starved/summary.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("stuck/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["failed"], 1);
 }
 
@@ -120,7 +120,7 @@ fn junit_parses_and_counts_the_failing_seeds() {
     let report = dir.path().to_str().unwrap();
     let run = crashsim(&[
         "run",
-        "tests/fixtures/starved.toml",
+        "tests/fixtures/stuck.toml",
         "scenarios/contention.toml",
         "--seeds",
         "3",
@@ -128,10 +128,10 @@ fn junit_parses_and_counts_the_failing_seeds() {
         report,
     ]);
     assert_eq!(run.status.code(), Some(1));
-    let xml = std::fs::read_to_string(dir.path().join("starved/junit.xml")).unwrap();
+    let xml = std::fs::read_to_string(dir.path().join("stuck/junit.xml")).unwrap();
     let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
     let suite = &parsed.test_suites[0];
-    assert_eq!(suite.name.as_str(), "starved");
+    assert_eq!(suite.name.as_str(), "stuck");
     let failing = |suite: &quick_junit::TestSuite| {
         suite
             .test_cases
@@ -146,6 +146,6 @@ fn junit_parses_and_counts_the_failing_seeds() {
     let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
     assert_eq!(parsed.test_suites[0].test_cases.len(), 1);
     assert_eq!(failing(&parsed.test_suites[0]), 0);
-    let markdown = std::fs::read_to_string(dir.path().join("starved/summary.md")).unwrap();
+    let markdown = std::fs::read_to_string(dir.path().join("stuck/summary.md")).unwrap();
     assert!(markdown.contains("| I10 | 3 |"), "{markdown}");
 }

@@ -7,6 +7,7 @@
 //! A scenario comes from a file or is built into the binary (`builtin.rs`);
 //! `resolve` takes either, a path first (`loaded.rs`).
 
+mod budget;
 pub mod builtin;
 mod error;
 mod loaded;
@@ -17,8 +18,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use loaded::{Loaded, Source, files_in, load, resolve};
+pub use validate::Rejection;
 
 use crate::ratio::Ratio;
 use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
@@ -84,10 +87,17 @@ pub struct RunLimits {
     /// violates liveness (I10). Default 100000.
     pub ticks_max: u64,
     /// The whole run's budget in actor steps, like `ticks_max`: a broken
-    /// implementation can keep actors busy forever without settling. Default 50000.
+    /// implementation can keep actors busy forever without settling. Default:
+    /// derived, the smallest the budget rules accept (`validate.rs`), rounded
+    /// up to a thousand.
     pub steps_max: u64,
     /// How often the simulator checks whether the run has settled, in ticks. Default 50.
     pub settle_check_ticks: u64,
+    /// The quiet phase a run must have had before it may be judged not to
+    /// settle (I10), in ticks. Default: derived from the timing
+    /// (`Scenario::quiet_ticks_min`); a written value may raise it, not lower it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet_ticks_min: Option<u64>,
 }
 
 /// What the system does and with how many actors.
@@ -225,13 +235,17 @@ impl Default for Scenario {
 }
 
 impl Default for RunLimits {
+    /// The step budget is the one derived for the default workload and timing.
     fn default() -> Self {
-        RunLimits {
+        let mut run = RunLimits {
             ticks_fault: 4_000,
             ticks_max: 100_000,
-            steps_max: 50_000,
+            steps_max: 0,
             settle_check_ticks: 50,
-        }
+            quiet_ticks_min: None,
+        };
+        run.steps_max = budget::derived_steps_max(&run, &Workload::default(), &Timing::default());
+        run
     }
 }
 
@@ -354,14 +368,28 @@ impl SqliteConfig {
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
     let deserializer =
         toml::Deserializer::parse(text).map_err(|error| ScenarioError::from_toml(path, text, "", error))?;
-    let scenario: Scenario = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let mut scenario: Scenario = serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let key = error.path().to_string();
         ScenarioError::from_toml(path, text, &key, error.into_inner())
     })?;
-    scenario
-        .validate()
-        .map_err(|(key, message)| ScenarioError::invalid(path, text, &key, message))?;
+    let invalid = |rejection: Rejection| ScenarioError::invalid(path, text, &rejection);
+    scenario.validate_shape().map_err(invalid)?;
+    if !writes_steps_max(text) {
+        scenario.run.steps_max = budget::derived_steps_max(&scenario.run, &scenario.workload, &scenario.timing);
+    }
+    scenario.validate_budget().map_err(invalid)?;
     Ok(scenario)
+}
+
+/// Whether the text sets `run.steps_max` (else its default is derived).
+/// Called on text that deserialized, so it parses.
+fn writes_steps_max(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(|table| {
+        table
+            .get("run")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|run| run.contains_key("steps_max"))
+    })
 }
 
 #[cfg(test)]
