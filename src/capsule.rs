@@ -167,6 +167,15 @@ impl Capsule {
                 message: format!("unknown mutant {mutant:?}"),
             });
         }
+        // The scenario is replayed as recorded, budgets included (a shrunk
+        // run may have a step budget the loader would not accept), but its
+        // numbers must be ones a run can take.
+        if let Err(rejection) = capsule.scenario.validate_shape() {
+            return Err(CapsuleError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("scenario: {rejection}"),
+            });
+        }
         Ok(capsule)
     }
 

@@ -16,6 +16,9 @@
 //! 5. no scripted kills, a shorter fault phase, and (unless the target is
 //!    liveness, which a smaller budget would fake) a smaller step budget.
 //!
+//! A candidate the scenario loader would reject (`Scenario::validate`: a
+//! step budget below what the run may need, a scripted kill of an actor
+//! that is gone) is never run, so a shrunk scenario loads like any other.
 //! A candidate is kept if the target invariant still fails and it fails no
 //! invariant the current run does not: shrinking must not trade the bug for
 //! another one. After every accepted step the schedule becomes the faults
@@ -154,9 +157,12 @@ impl Shrinker<'_> {
             .collect()
     }
 
-    /// Runs a candidate; keeps it if the target invariant still fails.
+    /// Runs a candidate; keeps it if the target invariant still fails. A
+    /// candidate the loader would reject (a budget too small to settle in,
+    /// a scripted kill of an actor that is gone) is not run: the shrunk
+    /// scenario must load like any other.
     fn attempt(&mut self, scenario: Scenario, faults: Vec<Fault>) -> Result<bool, ShrinkError> {
-        if self.runs >= self.max_runs {
+        if self.runs >= self.max_runs || scenario.validate().is_err() {
             return Ok(false);
         }
         self.runs += 1;
@@ -212,7 +218,7 @@ impl Shrinker<'_> {
             for count in smaller(current) {
                 let mut scenario = self.loaded.scenario.clone();
                 *field(&mut scenario) = count;
-                if scenario.kill_targets_valid() && self.attempt(scenario, self.schedule())? {
+                if self.attempt(scenario, self.schedule())? {
                     break;
                 }
             }

@@ -27,7 +27,6 @@ description = "a few trips, every kill point often, lossy network"
 [run]
 ticks_fault = 1_500
 ticks_max = 20_000
-steps_max = 15_000
 
 [workload]
 trips_count = 8

@@ -43,13 +43,18 @@ impl ScenarioError {
         }
     }
 
-    /// A validation error about `key`, located by searching the text for it.
-    pub(super) fn invalid(path: &Path, text: &str, key: &str, message: String) -> ScenarioError {
+    /// A validation error, located by searching the text for its key, else
+    /// for the first related key the text writes (a budget rule's key may be
+    /// left at its default while another key made the scenario infeasible).
+    pub(super) fn invalid(path: &Path, text: &str, rejection: &super::Rejection) -> ScenarioError {
+        let position = std::iter::once(rejection.key.as_str())
+            .chain(rejection.related.iter().copied())
+            .find_map(|key| locate::key(text, key));
         ScenarioError::Invalid {
             path: path.to_path_buf(),
-            position: locate::key(text, key),
-            key: key.to_string(),
-            message,
+            position,
+            key: rejection.key.clone(),
+            message: rejection.message.clone(),
         }
     }
 }

@@ -7,18 +7,21 @@
 //! A scenario comes from a file or is built into the binary (`builtin.rs`);
 //! `resolve` takes either, a path first (`loaded.rs`).
 
+mod budget;
 pub mod builtin;
 mod error;
 mod loaded;
 mod locate;
+mod validate;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use loaded::{Loaded, Source, files_in, load, resolve};
+pub use validate::Rejection;
 
 use crate::ratio::Ratio;
 use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
@@ -61,11 +64,6 @@ pub struct Power {
 }
 
 impl Scenario {
-    /// TEMPORARY until the scenario rules land: the quiet phase's minimum.
-    pub fn quiet_ticks_min(&self) -> u64 {
-        0
-    }
-
     /// Every fault rate of the scenario, before any swarm draw.
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = self.faults.plan();
@@ -89,10 +87,17 @@ pub struct RunLimits {
     /// violates liveness (I10). Default 100000.
     pub ticks_max: u64,
     /// The whole run's budget in actor steps, like `ticks_max`: a broken
-    /// implementation can keep actors busy forever without settling. Default 50000.
+    /// implementation can keep actors busy forever without settling. Default:
+    /// derived, the smallest the budget rules accept (`validate.rs`), rounded
+    /// up to a thousand.
     pub steps_max: u64,
     /// How often the simulator checks whether the run has settled, in ticks. Default 50.
     pub settle_check_ticks: u64,
+    /// The quiet phase a run must have had before it may be judged not to
+    /// settle (I10), in ticks. Default: derived from the timing
+    /// (`Scenario::quiet_ticks_min`); a written value may raise it, not lower it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet_ticks_min: Option<u64>,
 }
 
 /// What the system does and with how many actors.
@@ -230,13 +235,17 @@ impl Default for Scenario {
 }
 
 impl Default for RunLimits {
+    /// The step budget is the one derived for the default workload and timing.
     fn default() -> Self {
-        RunLimits {
+        let mut run = RunLimits {
             ticks_fault: 4_000,
             ticks_max: 100_000,
-            steps_max: 50_000,
+            steps_max: 0,
             settle_check_ticks: 50,
-        }
+            quiet_ticks_min: None,
+        };
+        run.steps_max = budget::derived_steps_max(&run, &Workload::default(), &Timing::default());
+        run
     }
 }
 
@@ -359,146 +368,28 @@ impl SqliteConfig {
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
     let deserializer =
         toml::Deserializer::parse(text).map_err(|error| ScenarioError::from_toml(path, text, "", error))?;
-    let scenario: Scenario = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let mut scenario: Scenario = serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let key = error.path().to_string();
         ScenarioError::from_toml(path, text, &key, error.into_inner())
     })?;
-    scenario
-        .validate()
-        .map_err(|(key, message)| ScenarioError::invalid(path, text, &key, message))?;
+    let invalid = |rejection: Rejection| ScenarioError::invalid(path, text, &rejection);
+    scenario.validate_shape().map_err(invalid)?;
+    if !writes_steps_max(text) {
+        scenario.run.steps_max = budget::derived_steps_max(&scenario.run, &scenario.workload, &scenario.timing);
+    }
+    scenario.validate_budget().map_err(invalid)?;
     Ok(scenario)
 }
 
-impl Scenario {
-    /// Cross-field checks that types alone cannot express: (key, message).
-    fn validate(&self) -> Result<(), (String, String)> {
-        let fail = |key: &str, message: String| Err((key.to_string(), message));
-        if crate::mutants::resolve(&self.store).is_none() {
-            let known = crate::mutants::names().join(", ");
-            return fail(
-                "store",
-                format!("unknown implementation {:?}; known: {known}", self.store),
-            );
-        }
-        let workload = &self.workload;
-        for (key, value, max) in [
-            ("workload.trips_count", workload.trips_count, 100_000),
-            ("workload.writers_count", workload.writers_count, 1_000),
-            ("workload.workers_count", workload.workers_count, 1_000),
-            ("workload.receivers_count", workload.receivers_count, 1_000),
-            ("workload.pending_batch", workload.pending_batch, 10_000),
-        ] {
-            if value == 0 || value > max {
-                return fail(key, format!("must be between 1 and {max}, got {value}"));
-            }
-        }
-        let timing = &self.timing;
-        for (key, value) in [
-            ("timing.step_ticks_max", timing.step_ticks_max),
-            ("timing.poll_ticks", timing.poll_ticks),
-            ("timing.latency_ticks_max", timing.latency_ticks_max),
-            ("timing.reply_timeout_ticks", timing.reply_timeout_ticks),
-            ("timing.busy_backoff_ticks_max", timing.busy_backoff_ticks_max),
-            ("run.settle_check_ticks", self.run.settle_check_ticks),
-        ] {
-            if value == 0 || value > 1_000_000 {
-                return fail(key, format!("must be between 1 and 1000000, got {value}"));
-            }
-        }
-        if timing.restart_ticks_min > timing.restart_ticks_max {
-            return fail(
-                "timing.restart_ticks_min",
-                format!(
-                    "must not exceed timing.restart_ticks_max ({} > {})",
-                    timing.restart_ticks_min, timing.restart_ticks_max
-                ),
-            );
-        }
-        if self.run.ticks_max == 0 || self.run.ticks_max > 100_000_000 {
-            return fail(
-                "run.ticks_max",
-                format!("must be between 1 and 100000000, got {}", self.run.ticks_max),
-            );
-        }
-        if self.run.steps_max == 0 {
-            return fail("run.steps_max", "must be at least 1".to_string());
-        }
-        if self.run.ticks_fault > self.run.ticks_max {
-            return fail(
-                "run.ticks_fault",
-                format!(
-                    "must not exceed run.ticks_max ({} > {})",
-                    self.run.ticks_fault, self.run.ticks_max
-                ),
-            );
-        }
-        for (index, entry) in self.script.iter().enumerate() {
-            if entry.tick > self.run.ticks_fault {
-                return fail(
-                    &format!("script[{index}].tick"),
-                    format!(
-                        "scripted kills belong to the fault phase (tick <= {})",
-                        self.run.ticks_fault
-                    ),
-                );
-            }
-            match (&entry.kill, entry.power_cut) {
-                (Some(kill), false) => {
-                    if let Err(message) = self.kill_targets(kill) {
-                        return fail(&format!("script[{index}].kill"), message);
-                    }
-                }
-                (None, true) => {}
-                _ => {
-                    return fail(
-                        &format!("script[{index}].tick"),
-                        "a scripted fault is either `kill = \"…\"` or `power_cut = true`".to_string(),
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether every scripted kill still names existing actors.
-    pub fn kill_targets_valid(&self) -> bool {
-        self.script
-            .iter()
-            .filter_map(|entry| entry.kill.as_deref())
-            .all(|kill| self.kill_targets(kill).is_ok())
-    }
-
-    /// The actors a scripted kill names, as (role, index) pairs.
-    pub fn kill_targets(&self, target: &str) -> Result<Vec<(crate::actors::Role, u32)>, String> {
-        use crate::actors::Role;
-        let counts: BTreeMap<Role, u32> = [
-            (Role::Writer, self.workload.writers_count),
-            (Role::Worker, self.workload.workers_count),
-            (Role::Receiver, self.workload.receivers_count),
-        ]
-        .into_iter()
-        .collect();
-        let all_of = |role: Role| (0..counts[&role]).map(move |index| (role, index));
-        Ok(match target {
-            "all" => counts.keys().flat_map(|role| all_of(*role)).collect(),
-            "writers" => all_of(Role::Writer).collect(),
-            "workers" => all_of(Role::Worker).collect(),
-            "receivers" => all_of(Role::Receiver).collect(),
-            name => {
-                let parsed = name
-                    .rsplit_once('-')
-                    .and_then(|(role, index)| Some((Role::from_name(role)?, index.parse::<u32>().ok()?)));
-                match parsed {
-                    Some((role, index)) if counts.get(&role).is_some_and(|count| index < *count) => vec![(role, index)],
-                    _ => {
-                        return Err(format!(
-                            "{name:?} names no actor: use \"all\", \"writers\", \"workers\", \"receivers\" or an actor like \"worker-0\""
-                        ));
-                    }
-                }
-            }
-        })
-    }
+/// Whether the text sets `run.steps_max` (else its default is derived).
+/// Called on text that deserialized, so it parses.
+fn writes_steps_max(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(|table| {
+        table
+            .get("run")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|run| run.contains_key("steps_max"))
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,175 @@
+//! `Budget`: what a scenario's budget rules compare (`validate.rs`), from
+//! its numbers alone. Public, so tools and tests can show and probe them.
+//!
+//! Notation: `L` latency_ticks_max, `S` step_ticks_max, `P` poll_ticks, `T`
+//! reply_timeout_ticks, `B` busy_backoff_ticks_max, `C` settle_check_ticks;
+//! `N` trips, `Wr`/`Wk`/`Rc` writers/workers/receivers, `A` all actors.
+//!
+//! - Round trip `RT = 2·L + 4·S·Wk`: a request and its reply each take up to
+//!   `L`; a receiver answers after 4 steps of up to `S` (begin, lookup, apply,
+//!   commit), and since every receiver takes the same database lock
+//!   (`BEGIN IMMEDIATE`), a request may wait behind one request of every
+//!   other worker. `T` must exceed it, or replies arrive after the worker
+//!   resent and the resends pile up faster than receivers answer.
+//! - Quiet minimum `Q = (P + S) + (T + RT) + 2·B + (1 + S) + C`: an idle
+//!   poller wakes, a reply times out and its resend comes back, a busy step
+//!   backs off (up to `B` plus as much jitter), a dead actor restarts (1
+//!   tick into the quiet phase) and opens its connection, and a settle check
+//!   sees the result. `run.quiet_ticks_min` may raise it, never lower it.
+//! - Workload `W`: see `workload_ticks`.
+//! - Steps: an actor has one wake-up at a time, each at least a tick later,
+//!   so a run of `t` ticks takes at most `A·(t + 1)` steps.
+
+use super::{RunLimits, Scenario, Timing, Workload};
+
+/// The quantities the budget rules compare, from a scenario's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Every actor: writers, workers and receivers (`A`).
+    pub actors: u64,
+    /// The largest reply round trip (`RT`).
+    pub round_trip: u64,
+    /// The smallest quiet phase after which liveness may be judged, derived
+    /// from the timing (`Q`).
+    pub quiet_floor: u64,
+    /// The quiet phase liveness is judged after: `run.quiet_ticks_min` if
+    /// written (and not below the floor), else `quiet_floor`.
+    pub quiet: u64,
+    /// A conservative estimate of the ticks the whole workload needs from
+    /// scratch without faults (`W`, `workload_ticks`).
+    pub workload: u64,
+}
+
+impl Budget {
+    pub fn of(scenario: &Scenario) -> Budget {
+        Budget::from_parts(&scenario.run, &scenario.workload, &scenario.timing)
+    }
+
+    fn from_parts(run: &RunLimits, workload: &Workload, timing: &Timing) -> Budget {
+        let actors = u64::from(workload.writers_count)
+            .saturating_add(u64::from(workload.workers_count))
+            .saturating_add(u64::from(workload.receivers_count));
+        let (s, l, b) = (
+            timing.step_ticks_max,
+            timing.latency_ticks_max,
+            timing.busy_backoff_ticks_max,
+        );
+        let round_trip = l
+            .saturating_mul(2)
+            .saturating_add(s.saturating_mul(4).saturating_mul(u64::from(workload.workers_count)));
+        let quiet_floor = sum(&[
+            timing.poll_ticks.saturating_add(s),
+            timing.reply_timeout_ticks.saturating_add(round_trip),
+            b.saturating_mul(2),
+            s.saturating_add(1),
+            run.settle_check_ticks,
+        ]);
+        Budget {
+            actors,
+            round_trip,
+            quiet_floor,
+            quiet: run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor),
+            workload: workload_ticks(workload, timing),
+        }
+    }
+
+    /// The smallest `run.ticks_max`: the fault phase, then the quiet minimum
+    /// and the workload.
+    pub fn ticks_needed(&self, ticks_fault: u64) -> u64 {
+        sum(&[ticks_fault, self.quiet, self.workload])
+    }
+
+    /// The smallest `run.steps_max`: every actor stepping on every tick until
+    /// `ticks_needed` (the most it can), so the step budget never ends a run
+    /// before the tick budget could have let it settle.
+    pub fn steps_needed(&self, ticks_fault: u64) -> u64 {
+        self.actors
+            .saturating_mul(self.ticks_needed(ticks_fault).saturating_add(1))
+    }
+}
+
+fn sum(values: &[u64]) -> u64 {
+    values.iter().fold(0u64, |total, value| total.saturating_add(*value))
+}
+
+/// `W`, a conservative estimate of the ticks a workload needs from scratch
+/// without faults, every step and message at its longest. Each trip makes 4
+/// appends and 3 commands (5 when hotels may fail: compensation). The lanes
+/// below work in parallel; their sum is the estimate. Calibration: 322
+/// faultless configurations (1–120 trips, 1–32 actors of each role, every
+/// timing key over two orders of magnitude, both stores, both journal
+/// modes), 6 seeds each, settled in a median 11% and at most 45% of `Q + W`:
+///
+/// - writers: an append is 7 steps (find work, load, check the result,
+///   begin, insert the event, insert a command, commit) and, with more than
+///   one writer, a busy backoff `2·B`; shared by `Wr` writers;
+/// - workers: a delivery is 8 steps and 2 messages (`D = 2·L + 8·S`), a
+///   busy backoff at `mark_done` and, with more than one receiver, one at
+///   the receiver; shared by `Wk` workers. Workers compete for rows, so a
+///   command is delivered by up to `min(Wk, 1 + ⌈Wk·RT/P⌉)` of them (the
+///   nudged one, and those whose poll falls within its round trip);
+/// - the receiver database's lock: 4 steps per delivery, one at a time;
+/// - the store database's lock: 3 steps per append, 2 for each stale writer
+///   that tried the same append, and one per `mark_done`. Stale writers per
+///   append: `⌈Wr/N⌉` (writers that picked the same trip) plus `⌈7·S·Wr/P⌉`
+///   (idle writers that polled while it was being appended), at most `Wr−1`;
+/// - one trip's own chain: 3 hops of 3 messages, 16 steps and 3 backoffs,
+///   then the last append.
+pub fn workload_ticks(workload: &Workload, timing: &Timing) -> u64 {
+    let n = u64::from(workload.trips_count);
+    let writers = u64::from(workload.writers_count).max(1);
+    let workers = u64::from(workload.workers_count).max(1);
+    let (s, l, p) = (
+        timing.step_ticks_max,
+        timing.latency_ticks_max,
+        timing.poll_ticks.max(1),
+    );
+    let backoff = timing.busy_backoff_ticks_max.saturating_mul(2);
+    let commands: u64 = if workload.hotel_failure.is_zero() { 3 } else { 5 };
+    // Workers compete for rows (no leases): every worker that reads the
+    // pending rows while one is being delivered (up to a round trip) delivers
+    // it too.
+    let delivery = sum(&[l.saturating_mul(2), s.saturating_mul(8)]);
+    let round_trip = l
+        .saturating_mul(2)
+        .saturating_add(s.saturating_mul(4).saturating_mul(workers));
+    let copies = workers.min(1 + workers.saturating_mul(round_trip).div_ceil(p));
+    let busy_writer = if writers > 1 { backoff } else { 0 };
+    let busy_receiver = if workload.receivers_count > 1 { backoff } else { 0 };
+    let stale = (writers - 1).min(
+        writers
+            .div_ceil(n.max(1))
+            .saturating_add(s.saturating_mul(7 * writers).div_ceil(p)),
+    );
+    let appends = n.saturating_mul(4);
+    let deliveries = n.saturating_mul(commands).saturating_mul(copies);
+    let writer_lane = appends
+        .saturating_mul(s.saturating_mul(7).saturating_add(busy_writer))
+        .div_ceil(writers);
+    let worker_lane = deliveries
+        .saturating_mul(sum(&[delivery, busy_receiver, backoff]))
+        .div_ceil(workers);
+    let receiver_lock = deliveries.saturating_mul(s.saturating_mul(4));
+    let store_lock = appends
+        .saturating_mul(
+            s.saturating_mul(3)
+                .saturating_add(s.saturating_mul(2).saturating_mul(stale)),
+        )
+        .saturating_add(n.saturating_mul(commands).saturating_mul(s));
+    let hop = sum(&[
+        l.saturating_mul(3),
+        s.saturating_mul(16),
+        busy_writer,
+        busy_receiver,
+        backoff,
+    ]);
+    let chain = sum(&[hop.saturating_mul(3), s.saturating_mul(7), busy_writer]);
+    sum(&[writer_lane, worker_lane, receiver_lock, store_lock, chain])
+}
+
+/// The `run.steps_max` a scenario gets when it writes none: the smallest the
+/// rules accept (`Budget::steps_needed`), rounded up to a thousand.
+pub(super) fn derived_steps_max(run: &RunLimits, workload: &Workload, timing: &Timing) -> u64 {
+    let needed = Budget::from_parts(run, workload, timing).steps_needed(run.ticks_fault);
+    needed.div_ceil(1_000).saturating_mul(1_000).min(i64::MAX as u64)
+}
