@@ -36,8 +36,12 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Duplicate { .. } => "duplicate",
                 Fault::Probe { .. } => "probe",
                 Fault::PowerCut { .. } => "power cut",
+                Fault::Pause { .. } => "pause",
             })
             .collect();
+        if path.ends_with("leases.toml") {
+            assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
+        }
         let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));
         let replayed = run_seed_with(&loaded, seed, &options(dir.path()), schedule).unwrap();
         assert_eq!(drawn.trace_hash, replayed.trace_hash, "{path} seed {seed} ({kinds:?})");

@@ -203,6 +203,7 @@ pub fn default_config(dir: &Path) -> SystemConfig {
         hotel_failure: crate::ratio::Ratio::new(1, 4),
         seed: 0,
         clock: crate::store::Clock::default(),
+        leases: false,
     }
 }
 

@@ -106,6 +106,7 @@ impl Server<'_> {
                     hotel_failure: hello.hotel_failure.ratio(),
                     seed: hello.seed,
                     clock: crate::store::Clock::default(),
+                    leases: false,
                 };
                 self.config = Some((config, hello.actor, hello.incarnation));
                 let identity = Identity {

@@ -211,6 +211,10 @@ impl Implementation for Mutant {
     fn engine(&self) -> &'static dyn Engine {
         self.engine
     }
+
+    fn leases(&self) -> bool {
+        true
+    }
 }
 
 struct MutantSystem {
@@ -255,7 +259,8 @@ impl MutantSystem {
 impl System for MutantSystem {
     fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
-        Ok((self.store)(ReferenceStore::from_connection(conn)))
+        let store = ReferenceStore::from_connection(conn).with_clock(self.config.clock.clone());
+        Ok((self.store)(store))
     }
 
     fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {

@@ -21,7 +21,9 @@ impl Store for MaxSeqPlusOne {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, _expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -49,7 +51,9 @@ impl Store for RenumberOnConflict {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -81,7 +85,9 @@ impl Store for SplitTransactions {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {

@@ -147,6 +147,13 @@ pub fn run_seed_on(
             loaded.label()
         )));
     }
+    if loaded.scenario.leases.is_some() && !implementation.leases() {
+        return Err(RunError::Unsupported(format!(
+            "{} does not implement leases (Store::claim and Store::mark_done_leased): scenario {} has [leases]",
+            implementation.name(),
+            loaded.label()
+        )));
+    }
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)

@@ -9,6 +9,7 @@
 
 pub mod builtin;
 mod error;
+mod leases;
 mod loaded;
 mod locate;
 
@@ -18,6 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use error::ScenarioError;
+pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
 
 use crate::ratio::Ratio;
@@ -45,6 +47,9 @@ pub struct Scenario {
     pub power: Power,
     /// Kills and power cuts at fixed ticks, in addition to the seeded ones.
     pub script: Vec<Scripted>,
+    /// Workers claim rows with leases and fencing tokens (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases: Option<Leases>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -70,6 +75,7 @@ impl Scenario {
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = self.faults.plan();
         plan.power_loss = self.power.loss;
+        plan.pause = self.faults.pause.map_or(Ratio::ZERO, |pause| pause.rate);
         plan
     }
 
@@ -163,6 +169,9 @@ pub struct Faults {
     /// Chance that a confirmed command is followed by a rogue request reusing
     /// its key with other core parameters (the receiver must reject it: I7).
     pub key_conflict: Ratio,
+    /// Actors pause with their state intact (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseFaults>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -225,6 +234,7 @@ impl Default for Scenario {
             faults: Faults::default(),
             power: Power::default(),
             script: Vec::new(),
+            leases: None,
         }
     }
 }
