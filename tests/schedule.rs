@@ -19,6 +19,8 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
         ("scenarios/crash_storm.toml", None, 1),
         ("scenarios/swarm.toml", None, 2),
         ("scenarios/smoke.toml", Some("no_dedup"), 0),
+        ("scenarios/leases.toml", None, 1),
+        ("scenarios/leases.toml", Some("unfenced_mark_done"), 0),
     ];
     for (path, mutant, seed) in cases {
         let mut loaded = load(path);

@@ -22,9 +22,11 @@
 //! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
+//! | `unfenced_mark_done` | 11 | `mark_done_leased` ignores the fencing token: a late acknowledgement counts |
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //!
-//! Mistakes 11 and 12 need leases and come with them.
+//! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
+//! mistake 12 needs de-duplication retention and comes with it.
 
 mod engine;
 mod forward;
@@ -85,7 +87,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7.
-pub static MUTANTS: [Mutant; 12] = [
+pub static MUTANTS: [Mutant; 13] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -161,6 +163,13 @@ pub static MUTANTS: [Mutant; 12] = [
         mistake: 10,
         description: "per-connection PRAGMAs set only once, on the first connection",
         settings: Settings::FirstOpenOnly,
+        ..BASE
+    },
+    Mutant {
+        name: "unfenced_mark_done",
+        mistake: 11,
+        description: "leases without fencing: mark_done by command_id alone, a late acknowledgement from an expired holder counts",
+        store: |inner| Box::new(store::UnfencedMarkDone { inner }),
         ..BASE
     },
     Mutant {
@@ -292,10 +301,10 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=10).chain([13]).collect();
+        let covered: std::collections::BTreeSet<u8> = (1..=11).chain([13]).collect();
         assert_eq!(
             mistakes, covered,
-            "mistakes 1-10 and 13 are covered (11 and 12 need leases)"
+            "mistakes 1-11 and 13 are covered (12 needs de-duplication retention)"
         );
     }
 }

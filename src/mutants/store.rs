@@ -1,4 +1,4 @@
-//! Mutants of the event store and outbox (mistakes 1–3).
+//! Mutants of the event store and outbox (mistakes 1–3, 11).
 
 use super::forward::forward_store;
 use crate::store::reference::ReferenceStore;
@@ -96,5 +96,38 @@ impl Store for SplitTransactions {
         self.inner.commit()?;
         self.inner.begin()?;
         Ok(seq)
+    }
+}
+
+/// Mistake 11: leases without fencing. `mark_done` goes by `command_id`
+/// alone: the token is not compared, nor is a done row left alone, so a
+/// holder whose lease expired while it paused, and passed to another
+/// worker, still acknowledges, overwriting the current holder's result.
+pub struct UnfencedMarkDone {
+    pub inner: ReferenceStore,
+}
+
+impl Store for UnfencedMarkDone {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        claim
+    );
+
+    fn mark_done_leased(&mut self, command_id: &str, _token: u64, result: Option<&str>) -> Result<bool> {
+        let mut statement = self.inner.conn().prepare_cached(
+            "UPDATE outbox SET processed_at = COALESCE(processed_at, CURRENT_TIMESTAMP), result = ?2
+              WHERE command_id = ?1",
+        )?;
+        Ok(statement.execute(rusqlite::params![command_id, result])? == 1)
     }
 }
