@@ -80,3 +80,35 @@ fn forcing_one_kill_fires_exactly_that_kill() {
         "the one kill fires, at the same tick (nothing earlier changed)"
     );
 }
+
+/// A pause is a fault like a kill: forced alone it fires alone, at the same
+/// tick and for the same length, and every other fault of the run is gone
+/// (which is how the shrinker drops pauses).
+#[test]
+fn forcing_one_pause_fires_exactly_that_pause() {
+    let dir = work_dir();
+    let loaded = load("scenarios/leases.toml");
+    let drawn = run_seed(&loaded, 4, &options(dir.path())).unwrap();
+    let pause = drawn
+        .injected
+        .iter()
+        .find(|injected| matches!(injected.fault, Fault::Pause { .. }))
+        .expect("leases.toml pauses")
+        .clone();
+    let mut keep = options(dir.path());
+    keep.keep_traces = true;
+    let result = run_seed_with(&loaded, 4, &keep, forced([pause.fault.clone()])).unwrap();
+    assert_eq!(result.injected, vec![pause.clone()]);
+    let Fault::Pause { actor, ticks, .. } = pause.fault else {
+        unreachable!()
+    };
+    let paused: Vec<_> = result
+        .events
+        .unwrap()
+        .into_iter()
+        .filter(|event| matches!(event.op, crashsim::trace::Op::Pause { .. }))
+        .collect();
+    assert_eq!(paused.len(), 1);
+    assert_eq!((paused[0].tick, paused[0].actor), (pause.tick, actor));
+    assert_eq!(paused[0].op, crashsim::trace::Op::Pause { ticks });
+}
