@@ -376,6 +376,20 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
         Fault::PowerCut { point } => {
             out.extend(earlier(point).into_iter().map(|point| Fault::PowerCut { point }));
         }
+        Fault::Pause { actor, step, ticks } => {
+            out.extend(
+                earlier(step)
+                    .into_iter()
+                    .map(|step| Fault::Pause { actor, step, ticks }),
+            );
+            if actor.index > 0 {
+                out.push(Fault::Pause {
+                    actor: first(actor),
+                    step,
+                    ticks,
+                });
+            }
+        }
     }
     out
 }

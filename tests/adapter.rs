@@ -43,6 +43,7 @@ fn config(dir: &Path, journal_mode: JournalMode) -> SystemConfig {
         hotel_failure: crashsim::ratio::Ratio::new(1, 4),
         seed: 7,
         clock: Clock::default(),
+        leases: false,
     }
 }
 

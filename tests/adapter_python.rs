@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use common::{load, root, stderr, stdout, work_dir};
+use common::{crashsim, load, root, stderr, stdout, work_dir};
 use crashsim::adapter::{Adapter, ProcessRecord};
 use crashsim::check::Invariant;
 use crashsim::runner::{Options, SeedResult, Sut, run_seed, run_seeds};
@@ -93,6 +93,27 @@ fn the_clean_example_passes_the_shipped_scenarios() {
         let loaded = load(&format!("scenarios/{name}.toml"));
         assert_passes(&runs(&loaded, 0..1, &adapter), name);
     }
+}
+
+/// The example declares no `leases` capability: it still runs lease-free
+/// scenarios (above), and a lease scenario stops before any seed is judged,
+/// naming what is missing.
+#[test]
+fn a_lease_scenario_against_an_adapter_without_leases_is_refused() {
+    let Some(command) = example("") else { return };
+    let adapter = adapter(&command, Duration::from_secs(30));
+    let dir = work_dir();
+    let loaded = load("scenarios/leases.toml");
+    let error = run_seed(&loaded, 0, &options(dir.path(), &adapter)).unwrap_err();
+    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("`leases` capability") && message.contains("claim"),
+        "{message}"
+    );
+    let output = crashsim(&["run", "leases", "--sut", &command, "--seeds", "1", "--no-report"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`leases` capability"), "{}", stderr(&output));
 }
 
 #[test]

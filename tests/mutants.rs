@@ -25,9 +25,11 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
             check_determinism: false,
         },
     };
-    let mutants: Vec<_> = MUTANTS.iter().map(Subject::Mutant).collect();
+    // Mistake 11 needs leases: it has its own test below.
+    let lease_free: Vec<_> = MUTANTS.iter().filter(|mutant| mutant.mistake != 11).collect();
+    let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
-    assert_eq!(rows.len(), MUTANTS.len() + 1);
+    assert_eq!(rows.len(), lease_free.len() + 1);
     let (reference, mutant_rows) = rows.split_last().unwrap();
     assert_eq!(reference.mutant, "reference");
     assert!(!reference.caught, "the reference failed: {reference:#?}");
@@ -37,6 +39,35 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
         let median = row.median_seeds_to_detection.expect("caught in most ranges");
         assert!(median <= 20, "{}: median {median}", row.mutant);
     }
+}
+
+/// Leases without fencing are caught by I8 in the shipped `leases.toml`,
+/// which the reference passes.
+#[test]
+fn leases_without_fencing_are_caught_and_the_reference_with_fencing_is_clean() {
+    let dir = work_dir();
+    let scenarios = vec![load("scenarios/leases.toml")];
+    let settings = Settings {
+        seeds_max: 30,
+        ranges: 3,
+        reference_seeds: 10,
+        jobs: 1,
+        options: Options {
+            work_dir: dir.path().to_path_buf(),
+            keep_failed: false,
+            keep_traces: false,
+            sut: Default::default(),
+            check_determinism: false,
+        },
+    };
+    let mutant = MUTANTS.iter().find(|mutant| mutant.mistake == 11).expect("mistake 11");
+    let rows = measure(&scenarios, &[Subject::Mutant(mutant)], &settings, &|_, _| {}).unwrap();
+    let (reference, row) = (&rows[1], &rows[0]);
+    assert!(!reference.caught, "the reference failed: {reference:#?}");
+    assert!(row.caught, "{} escaped: {row:#?}", row.mutant);
+    assert_eq!(row.invariants, [crashsim::check::Invariant::I8], "{row:#?}");
+    let median = row.median_seeds_to_detection.expect("caught in most ranges");
+    assert!(median <= 5, "median {median}");
 }
 
 /// The invariant each mistake is meant to trip, so a checker that stops
@@ -56,6 +87,7 @@ fn each_mutant_trips_its_own_invariant() {
         ("dedup_apart", "I2"),
         ("replay_dispatches", "I6"),
         ("pragmas_once", "I9"),
+        ("unfenced_mark_done", "I8"),
         ("sync_off", "I9"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
@@ -64,6 +96,8 @@ fn each_mutant_trips_its_own_invariant() {
         "mutants",
         "--scenario",
         "tests/fixtures/detect.toml",
+        "--scenario",
+        "scenarios/leases.toml",
         "--seeds",
         "30",
         "--ranges",

@@ -119,3 +119,24 @@ fn process_mode_refuses_what_it_cannot_run() {
     let message = format!("{:#}", anyhow::Error::from(error));
     assert!(message.contains("power loss"), "{message}");
 }
+
+/// Leases over the protocol: `crashsim serve` declares the capability, and
+/// the same seed gives the same trace and verdict as in-process, for the
+/// reference and for leases without fencing (I8).
+#[test]
+fn both_modes_agree_on_leases() {
+    let base = load("scenarios/leases.toml");
+    let (inside, outside) = both(&base, 1);
+    assert!(inside.ok && outside.ok, "{:#?}", inside.violations);
+    assert_eq!(inside.trace_hash, outside.trace_hash, "reference");
+    let loaded = base.with_mutant("unfenced_mark_done").unwrap();
+    let (inside, outside) = both(&loaded, 0);
+    assert_eq!(inside.violations, outside.violations);
+    assert_eq!(inside.trace_hash, outside.trace_hash, "unfenced_mark_done");
+    assert!(
+        inside
+            .violations
+            .iter()
+            .any(|v| v.invariant == crashsim::check::Invariant::I8)
+    );
+}

@@ -12,7 +12,7 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 7] = [
+const SHIPPED: [&str; 8] = [
     "smoke",
     "contention",
     "crash_storm",
@@ -20,6 +20,7 @@ const SHIPPED: [&str; 7] = [
     "sync_normal",
     "group_commit",
     "power_loss",
+    "leases",
 ];
 
 fn passes(name: &str) {
@@ -114,4 +115,32 @@ fn sync_normal() {
 #[test]
 fn power_loss() {
     passes("power_loss");
+}
+
+#[test]
+fn leases() {
+    passes("leases");
+}
+
+/// The group-commit store has no leases: a lease scenario is refused with
+/// a message that says so, never judged.
+#[test]
+fn group_commit_refuses_leases() {
+    let mut loaded = load("scenarios/leases.toml");
+    loaded.scenario.store = "group_commit".to_string();
+    let dir = work_dir();
+    let options = Options {
+        work_dir: dir.path().to_path_buf(),
+        keep_failed: false,
+        keep_traces: false,
+        sut: Default::default(),
+        check_determinism: false,
+    };
+    let error = crashsim::runner::run_seed(&loaded, 0, &options).unwrap_err();
+    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("group_commit") && message.contains("leases"),
+        "{message}"
+    );
 }

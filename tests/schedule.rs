@@ -19,6 +19,8 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
         ("scenarios/crash_storm.toml", None, 1),
         ("scenarios/swarm.toml", None, 2),
         ("scenarios/smoke.toml", Some("no_dedup"), 0),
+        ("scenarios/leases.toml", None, 1),
+        ("scenarios/leases.toml", Some("unfenced_mark_done"), 0),
     ];
     for (path, mutant, seed) in cases {
         let mut loaded = load(path);
@@ -36,8 +38,12 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Duplicate { .. } => "duplicate",
                 Fault::Probe { .. } => "probe",
                 Fault::PowerCut { .. } => "power cut",
+                Fault::Pause { .. } => "pause",
             })
             .collect();
+        if path.ends_with("leases.toml") {
+            assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
+        }
         let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));
         let replayed = run_seed_with(&loaded, seed, &options(dir.path()), schedule).unwrap();
         assert_eq!(drawn.trace_hash, replayed.trace_hash, "{path} seed {seed} ({kinds:?})");
@@ -73,4 +79,36 @@ fn forcing_one_kill_fires_exactly_that_kill() {
         vec![kill],
         "the one kill fires, at the same tick (nothing earlier changed)"
     );
+}
+
+/// A pause is a fault like a kill: forced alone it fires alone, at the same
+/// tick and for the same length, and every other fault of the run is gone
+/// (which is how the shrinker drops pauses).
+#[test]
+fn forcing_one_pause_fires_exactly_that_pause() {
+    let dir = work_dir();
+    let loaded = load("scenarios/leases.toml");
+    let drawn = run_seed(&loaded, 4, &options(dir.path())).unwrap();
+    let pause = drawn
+        .injected
+        .iter()
+        .find(|injected| matches!(injected.fault, Fault::Pause { .. }))
+        .expect("leases.toml pauses")
+        .clone();
+    let mut keep = options(dir.path());
+    keep.keep_traces = true;
+    let result = run_seed_with(&loaded, 4, &keep, forced([pause.fault.clone()])).unwrap();
+    assert_eq!(result.injected, vec![pause.clone()]);
+    let Fault::Pause { actor, ticks, .. } = pause.fault else {
+        unreachable!()
+    };
+    let paused: Vec<_> = result
+        .events
+        .unwrap()
+        .into_iter()
+        .filter(|event| matches!(event.op, crashsim::trace::Op::Pause { .. }))
+        .collect();
+    assert_eq!(paused.len(), 1);
+    assert_eq!((paused[0].tick, paused[0].actor), (pause.tick, actor));
+    assert_eq!(paused[0].op, crashsim::trace::Op::Pause { ticks });
 }

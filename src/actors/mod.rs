@@ -131,6 +131,8 @@ pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Re
             Err(Next::Crash)
         }
         Err(store::StoreError::Broken(message)) => Err(Next::Abort(format!("{step}: {message}"))),
+        // The run needs what the store said it offers (a capability): no verdict.
+        Err(error @ store::StoreError::Unsupported(_)) => Err(Next::Abort(format!("{step}: {error}"))),
         Err(error) => {
             ctx.record(crate::trace::Op::Failed {
                 step: step.to_string(),

@@ -4,8 +4,16 @@
 //! receiver with its `command_id` as the idempotency key, waits for a reply,
 //! and marks the row done with the confirmed result. A timeout means
 //! "outcome unknown": it sends again with the same key, never marking done on
-//! a guess. Workers compete for the same rows (there are no leases yet), so a
-//! command is often delivered by several of them: the receiver folds those.
+//! a guess. Without leases workers compete for the same rows, so a command
+//! is often delivered by several of them: the receiver folds those.
+//!
+//! With leases (`[leases]`), a worker claims its batch instead: each row
+//! for `ticks` ticks with a fencing token (`Store::claim`). It sends a row
+//! only while its lease is live by its own clock (else it leaves the row to
+//! the next claim), and acknowledges with the token
+//! (`Store::mark_done_leased`), which the store rejects if the row was
+//! claimed again meanwhile (the worker paused, or its reply came late): a
+//! late acknowledgement is recorded as rejected and the worker moves on.
 
 use std::collections::VecDeque;
 
@@ -14,8 +22,8 @@ use crate::model::OutboxRow;
 use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
 use crate::sim::net::Message;
-use crate::store::{Outcome, Request, Store};
-use crate::trace::Op;
+use crate::store::{Leased, Outcome, Request, Store};
+use crate::trace::{Claimed, Op};
 
 pub struct Worker {
     store: Box<dyn Store>,
@@ -27,13 +35,22 @@ pub struct Worker {
 enum State {
     Idle,
     Working {
-        batch: VecDeque<OutboxRow>,
+        batch: VecDeque<(OutboxRow, Option<Lease>)>,
         current: Option<Box<Delivery>>,
     },
 }
 
+/// The worker's lease on a row it claimed.
+#[derive(Clone, Copy)]
+struct Lease {
+    token: u64,
+    expires: u64,
+}
+
 struct Delivery {
     row: OutboxRow,
+    /// With leases: the claim the row is delivered under.
+    lease: Option<Lease>,
     key: String,
     attempt: u32,
     stage: Stage,
@@ -81,7 +98,7 @@ impl Worker {
             State::Idle => self.read_pending(ctx).unwrap_or_else(|next| next),
             State::Working { batch, current } => {
                 if current.is_none() {
-                    let Some(row) = batch.pop_front() else {
+                    let Some((row, lease)) = batch.pop_front() else {
                         // Batch done: look for more in this same step.
                         self.state = State::Idle;
                         return self.read_pending(ctx).unwrap_or_else(|next| next);
@@ -94,6 +111,7 @@ impl Worker {
                     *current = Some(Box::new(Delivery {
                         key: String::new(),
                         row,
+                        lease,
                         attempt: 1,
                         stage,
                     }));
@@ -109,10 +127,16 @@ impl Worker {
     }
 
     fn read_pending(&mut self, ctx: &mut Ctx<'_>) -> Result<Next, Next> {
-        let rows = retry_or_crash(ctx, "pending", self.store.pending(ctx.world.pending_batch))?;
-        ctx.record(Op::Pending {
-            command_ids: rows.iter().map(|row| row.command_id.clone()).collect(),
-        });
+        let rows: Vec<(OutboxRow, Option<Lease>)> = match ctx.world.lease_ticks {
+            None => {
+                let rows = retry_or_crash(ctx, "pending", self.store.pending(ctx.world.pending_batch))?;
+                ctx.record(Op::Pending {
+                    command_ids: rows.iter().map(|row| row.command_id.clone()).collect(),
+                });
+                rows.into_iter().map(|row| (row, None)).collect()
+            }
+            Some(ticks) => self.claim(ctx, ticks)?,
+        };
         if ctx.kill_point(KillPoint::WorkerAfterReadPending) {
             return Err(Next::Killed(KillPoint::WorkerAfterReadPending));
         }
@@ -122,7 +146,7 @@ impl Worker {
                 deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
             });
         }
-        let mut rows: Vec<OutboxRow> = rows;
+        let mut rows = rows;
         // Shuffled so that competing workers do not march in lockstep.
         ctx.prng.shuffle(&mut rows);
         self.state = State::Working {
@@ -130,6 +154,34 @@ impl Worker {
             current: None,
         };
         Ok(Next::Continue)
+    }
+
+    /// Claims a batch under leases of `ticks` ticks, as this life of the worker.
+    fn claim(&mut self, ctx: &mut Ctx<'_>, ticks: u64) -> Result<Vec<(OutboxRow, Option<Lease>)>, Next> {
+        let owner = format!("{}#{}", ctx.me, ctx.incarnation);
+        let claimed: Vec<Leased> =
+            retry_or_crash(ctx, "claim", self.store.claim(&owner, ticks, ctx.world.pending_batch))?;
+        ctx.record(Op::Claim {
+            owner,
+            expires: claimed.first().map_or(ctx.now + ticks, |leased| leased.expires),
+            claimed: claimed
+                .iter()
+                .map(|leased| Claimed {
+                    command_id: leased.row.command_id.clone(),
+                    token: leased.token,
+                })
+                .collect(),
+        });
+        Ok(claimed
+            .into_iter()
+            .map(|leased| {
+                let lease = Lease {
+                    token: leased.token,
+                    expires: leased.expires,
+                };
+                (leased.row, Some(lease))
+            })
+            .collect())
     }
 }
 
@@ -142,7 +194,7 @@ fn deliver_step(
     delivery: &mut Delivery,
 ) -> (Next, bool) {
     match &delivery.stage {
-        Stage::MarkEarly => match mark_done(ctx, store, &delivery.row, None) {
+        Stage::MarkEarly => match mark_done(ctx, store, delivery, None) {
             Ok(next) => {
                 delivery.stage = Stage::Send;
                 (next, false)
@@ -150,6 +202,15 @@ fn deliver_step(
             Err(next) => (next, false),
         },
         Stage::Send => {
+            if let Some(lease) = delivery.lease
+                && ctx.now >= lease.expires
+            {
+                ctx.record(Op::LeaseLost {
+                    command_id: delivery.row.command_id.clone(),
+                    token: lease.token,
+                });
+                return (Next::Continue, true);
+            }
             if ctx.kill_point(KillPoint::WorkerBeforeDeliver) {
                 return (Next::Killed(KillPoint::WorkerBeforeDeliver), false);
             }
@@ -228,7 +289,7 @@ fn deliver_step(
                 }
             }
         }
-        Stage::MarkDone { result } => match mark_done(ctx, store, &delivery.row, Some(result)) {
+        Stage::MarkDone { result } => match mark_done(ctx, store, delivery, Some(result)) {
             Ok(next) => (next, true),
             Err(next) => (next, false),
         },
@@ -237,14 +298,27 @@ fn deliver_step(
 
 /// The mark-done step with its kill points; `Err` if the step must be
 /// retried or the worker dies.
-fn mark_done(ctx: &mut Ctx<'_>, store: &mut dyn Store, row: &OutboxRow, result: Option<&str>) -> Result<Next, Next> {
+/// With a lease, the acknowledgement carries its fencing token.
+fn mark_done(
+    ctx: &mut Ctx<'_>,
+    store: &mut dyn Store,
+    delivery: &Delivery,
+    result: Option<&str>,
+) -> Result<Next, Next> {
     if ctx.kill_point(KillPoint::WorkerBeforeMarkDone) {
         return Err(Next::Killed(KillPoint::WorkerBeforeMarkDone));
     }
-    let changed = retry_or_crash(ctx, "mark_done", store.mark_done(&row.command_id, result))?;
+    let row = &delivery.row;
+    let token = delivery.lease.map(|lease| lease.token);
+    let marked = match token {
+        None => store.mark_done(&row.command_id, result),
+        Some(token) => store.mark_done_leased(&row.command_id, token, result),
+    };
+    let changed = retry_or_crash(ctx, "mark_done", marked)?;
     ctx.record(Op::MarkDone {
         command_id: row.command_id.clone(),
         changed,
+        token,
     });
     if ctx.kill_point(KillPoint::WorkerAfterMarkDone) {
         return Err(Next::Killed(KillPoint::WorkerAfterMarkDone));

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::process::{AdapterProcess, CallError};
 use super::protocol::ErrorKind;
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
-use crate::store::{Applied, Clock, Handled, Lookup, Outcome, Receiver, Request, Result, Store, StoreError};
+use crate::store::{Applied, Clock, Handled, Leased, Lookup, Outcome, Receiver, Request, Result, Store, StoreError};
 
 /// One connection: its process, the run's clock, and what `open` said.
 pub struct Connection {
@@ -94,6 +94,11 @@ struct CommandId {
 #[derive(Deserialize)]
 struct Changed {
     changed: bool,
+}
+
+#[derive(Deserialize)]
+struct Claim {
+    claimed: Vec<Leased>,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +193,18 @@ impl Store for AdapterStore {
         let answer: Changed = self
             .connection
             .request("mark_done", json!({ "command_id": command_id, "result": result }))?;
+        Ok(answer.changed)
+    }
+
+    fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> Result<Vec<Leased>> {
+        let fields = json!({ "owner": owner, "lease_ticks": lease_ticks, "limit": limit });
+        let answer: Claim = self.connection.request("claim", fields)?;
+        Ok(answer.claimed)
+    }
+
+    fn mark_done_leased(&mut self, command_id: &str, token: u64, result: Option<&str>) -> Result<bool> {
+        let fields = json!({ "command_id": command_id, "token": token, "result": result });
+        let answer: Changed = self.connection.request("mark_done_leased", fields)?;
         Ok(answer.changed)
     }
 

@@ -188,6 +188,12 @@ impl Implementation for Adapter {
     fn in_process(&self) -> bool {
         false
     }
+
+    /// Leases need the store role: crashsim's reference serves them, an
+    /// adapter's store only if its handshake declares the capability.
+    fn leases(&self) -> bool {
+        self.launch.served.store.is_none() || self.identity.can(protocol::LEASES)
+    }
 }
 
 /// The files `dir/store.db` and `dir/receiver.db` with a scenario's default
@@ -203,6 +209,7 @@ pub fn default_config(dir: &Path) -> SystemConfig {
         hotel_failure: crate::ratio::Ratio::new(1, 4),
         seed: 0,
         clock: crate::store::Clock::default(),
+        leases: false,
     }
 }
 

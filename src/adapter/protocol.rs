@@ -13,6 +13,10 @@ use crate::store::{Granularity, JournalMode, SqliteSettings, StoreError, Synchro
 /// The version this crashsim speaks.
 pub const VERSION: u32 = 1;
 
+/// The capability an adapter declares (`capabilities` in its handshake)
+/// when its store serves leases: the ops `claim` and `mark_done_leased`.
+pub const LEASES: &str = "leases";
+
 /// Why a process was started (the hello's `purpose`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,6 +77,11 @@ pub struct Hello {
     pub store: Database,
     pub receiver: Database,
     pub hotel_failure: Fraction,
+    /// Whether the run's workers claim rows with leases (only sent when
+    /// true): a store with the `leases` capability prepares what they need
+    /// at `setup`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leases: bool,
 }
 
 /// A ratio as two integers (the hello's `hotel_failure`), easier for an
@@ -106,6 +115,16 @@ pub struct Identity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub roles: Served,
+    /// Optional capabilities beyond version 1's ops: `leases`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+}
+
+impl Identity {
+    /// Whether the adapter declared `capability`.
+    pub fn can(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|declared| declared == capability)
+    }
 }
 
 /// The roles an adapter serves, each with its granularity; a role left out

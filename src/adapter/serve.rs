@@ -61,6 +61,8 @@ pub fn main(name: &str) -> u8 {
 struct Envelope {
     id: u64,
     op: String,
+    #[serde(default)]
+    tick: u64,
 }
 
 impl Server<'_> {
@@ -72,6 +74,10 @@ impl Server<'_> {
         let Ok(envelope) = serde_json::from_value::<Envelope>(request.clone()) else {
             return json!({ "id": 0, "error": failed(ErrorKind::Invalid, "no id or op".to_string()) });
         };
+        // The run's time, as the request carries it (leases expire by it).
+        if let Some((config, _, _)) = &self.config {
+            config.clock.set(envelope.tick);
+        }
         match self.handle(&envelope.op, request) {
             Ok(ok) => json!({ "id": envelope.id, "ok": ok }),
             Err(error) => json!({ "id": envelope.id, "error": error }),
@@ -106,6 +112,7 @@ impl Server<'_> {
                     hotel_failure: hello.hotel_failure.ratio(),
                     seed: hello.seed,
                     clock: crate::store::Clock::default(),
+                    leases: hello.leases,
                 };
                 self.config = Some((config, hello.actor, hello.incarnation));
                 let identity = Identity {
@@ -115,6 +122,10 @@ impl Server<'_> {
                     roles: Served {
                         store: Some(Granularity::Step),
                         receiver: Some(Granularity::Step),
+                    },
+                    capabilities: match self.implementation.leases() {
+                        true => vec![protocol::LEASES.to_string()],
+                        false => Vec::new(),
                     },
                 };
                 Ok(serde_json::to_value(identity).expect("identities serialise"))
@@ -196,6 +207,12 @@ struct Fields {
     result: Option<String>,
     #[serde(default)]
     commands: Vec<Command>,
+    #[serde(default)]
+    owner: String,
+    #[serde(default)]
+    lease_ticks: u64,
+    #[serde(default)]
+    token: u64,
 }
 
 fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
@@ -206,6 +223,13 @@ fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, Er
         "commands" => json!({ "rows": store.commands(&f.workflow_id, f.event_seq).map_err(of)? }),
         "pending" => json!({ "rows": store.pending(f.limit).map_err(of)? }),
         "mark_done" => json!({ "changed": store.mark_done(&f.command_id, f.result.as_deref()).map_err(of)? }),
+        "claim" => json!({ "claimed": store.claim(&f.owner, f.lease_ticks, f.limit).map_err(of)? }),
+        "mark_done_leased" => {
+            let changed = store
+                .mark_done_leased(&f.command_id, f.token, f.result.as_deref())
+                .map_err(of)?;
+            json!({ "changed": changed })
+        }
         "begin" => store.begin().map(|()| json!({})).map_err(of)?,
         "insert_event" => {
             let seq = store

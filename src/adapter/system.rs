@@ -51,6 +51,7 @@ pub fn shake_hands(
         store: Database::new(&config.store_path, &config.store_sqlite),
         receiver: Database::new(&config.receiver_path, &config.receiver_sqlite),
         hotel_failure: config.hotel_failure.into(),
+        leases: config.leases,
     };
     let ok = process.call("hello", config.clock.now(), protocol::fields(&hello))?;
     let identity = Identity::deserialize(&ok).map_err(|error| {
@@ -92,7 +93,7 @@ impl AdapterSystem {
             started: 0,
         };
         if system.launch.served.store.is_none() {
-            ReferenceStore::create_schema(&config.store_path, &config.store_sqlite)?;
+            ReferenceStore::create_schema_for(config)?;
         }
         if system.launch.served.receiver.is_none() {
             ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
@@ -161,10 +162,8 @@ impl AdapterSystem {
 impl System for AdapterSystem {
     fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>> {
         if self.launch.served.store.is_none() {
-            return Ok(Box::new(ReferenceStore::open(
-                &self.config.store_path,
-                &self.config.store_sqlite,
-            )?));
+            let store = ReferenceStore::open(&self.config.store_path, &self.config.store_sqlite)?;
+            return Ok(Box::new(store.with_clock(self.config.clock.clone())));
         }
         Ok(Box::new(AdapterStore::new(self.open(who, "store", Purpose::Actor)?)))
     }

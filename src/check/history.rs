@@ -80,6 +80,7 @@ impl<'a> History<'a> {
                 Op::MarkDone {
                     command_id,
                     changed: true,
+                    ..
                 } => history.marked.push((index, command_id)),
                 Op::PowerCut { point, .. } => history.cuts.push((index, event.tick, *point)),
                 Op::Kill { .. } => {

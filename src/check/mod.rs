@@ -12,6 +12,7 @@
 //! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface |
 //! | sequence.rs   | I3 stale writers rejected |
 //! | replay.rs     | I6 replay is pure |
+//! | leases.rs     | I8 lease safety: a late acknowledgement never counts, one live lease per row |
 //! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
@@ -28,6 +29,7 @@ mod commands;
 mod durability;
 mod effects;
 mod history;
+mod leases;
 mod liveness;
 mod replay;
 mod sequence;
@@ -98,9 +100,9 @@ impl Invariant {
         }
     }
 
-    /// Whether crashsim checks it yet (I8 needs leases).
+    /// Whether crashsim checks it yet (every one is; I8 in runs with leases).
     pub fn checked(self) -> bool {
-        !matches!(self, Invariant::I8)
+        true
     }
 }
 
@@ -239,6 +241,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(effects::check(input, &history));
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));
+    violations.extend(leases::check(input));
     violations.extend(liveness::check(input));
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));

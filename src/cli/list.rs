@@ -31,11 +31,7 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
     }
     println!("\ninvariants:");
     for invariant in Invariant::ALL {
-        let status = if invariant.checked() {
-            ""
-        } else {
-            " (not checked yet: needs leases)"
-        };
+        let status = if invariant.checked() { "" } else { " (not checked yet)" };
         println!("  {:<4} {}{status}", invariant.to_string(), invariant.title());
     }
     Ok(Exit::Pass)

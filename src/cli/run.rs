@@ -423,7 +423,7 @@ fn print_human(
         println!("  invariants: no seed ended with a verdict");
         return;
     } else if summary.violations_by_invariant.is_empty() {
-        println!("  invariants: all held (I1-I7, I9 integrity, I10)");
+        println!("  invariants: all held (I1-I8, I9 integrity, I10)");
     } else {
         let parts: Vec<String> = summary
             .violations_by_invariant

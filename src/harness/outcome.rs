@@ -189,7 +189,7 @@ impl fmt::Display for RunOutcome {
             summary.scenario, summary.seeds, summary.passed, summary.failed
         )?;
         if summary.violations_by_invariant.is_empty() {
-            write!(f, "; invariants: all held (I1-I7, I9 integrity, I10)")
+            write!(f, "; invariants: all held (I1-I8, I9 integrity, I10)")
         } else {
             let parts: Vec<String> = summary
                 .violations_by_invariant

@@ -66,6 +66,16 @@ macro_rules! forward_store {
             self.inner.connection()
         }
     };
+    (@claim) => {
+        fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> crate::store::Result<Vec<crate::store::Leased>> {
+            self.inner.claim(owner, lease_ticks, limit)
+        }
+    };
+    (@mark_done_leased) => {
+        fn mark_done_leased(&mut self, command_id: &str, token: u64, result: Option<&str>) -> crate::store::Result<bool> {
+            self.inner.mark_done_leased(command_id, token, result)
+        }
+    };
 }
 
 /// Forwards the named `Receiver` methods to `self.inner`.

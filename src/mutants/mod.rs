@@ -22,9 +22,11 @@
 //! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
+//! | `unfenced_mark_done` | 11 | `mark_done_leased` ignores the fencing token: a late acknowledgement counts |
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //!
-//! Mistakes 11 and 12 need leases and come with them.
+//! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
+//! mistake 12 needs de-duplication retention and comes with it.
 
 mod engine;
 mod forward;
@@ -85,7 +87,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7.
-pub static MUTANTS: [Mutant; 12] = [
+pub static MUTANTS: [Mutant; 13] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -164,6 +166,13 @@ pub static MUTANTS: [Mutant; 12] = [
         ..BASE
     },
     Mutant {
+        name: "unfenced_mark_done",
+        mistake: 11,
+        description: "leases without fencing: mark_done by command_id alone, a late acknowledgement from an expired holder counts",
+        store: |inner| Box::new(store::UnfencedMarkDone { inner }),
+        ..BASE
+    },
+    Mutant {
         name: "sync_off",
         mistake: 13,
         description: "store commits acknowledged as durable while running synchronous=OFF",
@@ -211,6 +220,10 @@ impl Implementation for Mutant {
     fn engine(&self) -> &'static dyn Engine {
         self.engine
     }
+
+    fn leases(&self) -> bool {
+        true
+    }
 }
 
 struct MutantSystem {
@@ -255,7 +268,8 @@ impl MutantSystem {
 impl System for MutantSystem {
     fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
-        Ok((self.store)(ReferenceStore::from_connection(conn)))
+        let store = ReferenceStore::from_connection(conn).with_clock(self.config.clock.clone());
+        Ok((self.store)(store))
     }
 
     fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
@@ -287,10 +301,10 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=10).chain([13]).collect();
+        let covered: std::collections::BTreeSet<u8> = (1..=11).chain([13]).collect();
         assert_eq!(
             mistakes, covered,
-            "mistakes 1-10 and 13 are covered (11 and 12 need leases)"
+            "mistakes 1-11 and 13 are covered (12 needs de-duplication retention)"
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Mutants of the event store and outbox (mistakes 1–3).
+//! Mutants of the event store and outbox (mistakes 1–3, 11).
 
 use super::forward::forward_store;
 use crate::store::reference::ReferenceStore;
@@ -21,7 +21,9 @@ impl Store for MaxSeqPlusOne {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, _expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -49,7 +51,9 @@ impl Store for RenumberOnConflict {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -81,7 +85,9 @@ impl Store for SplitTransactions {
         commit,
         rollback,
         mark_done,
-        connection
+        connection,
+        claim,
+        mark_done_leased
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -90,5 +96,38 @@ impl Store for SplitTransactions {
         self.inner.commit()?;
         self.inner.begin()?;
         Ok(seq)
+    }
+}
+
+/// Mistake 11: leases without fencing. `mark_done` goes by `command_id`
+/// alone: the token is not compared, nor is a done row left alone, so a
+/// holder whose lease expired while it paused, and passed to another
+/// worker, still acknowledges, overwriting the current holder's result.
+pub struct UnfencedMarkDone {
+    pub inner: ReferenceStore,
+}
+
+impl Store for UnfencedMarkDone {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        claim
+    );
+
+    fn mark_done_leased(&mut self, command_id: &str, _token: u64, result: Option<&str>) -> Result<bool> {
+        let mut statement = self.inner.conn().prepare_cached(
+            "UPDATE outbox SET processed_at = COALESCE(processed_at, CURRENT_TIMESTAMP), result = ?2
+              WHERE command_id = ?1",
+        )?;
+        Ok(statement.execute(rusqlite::params![command_id, result])? == 1)
     }
 }

@@ -147,6 +147,24 @@ pub fn run_seed_on(
             loaded.label()
         )));
     }
+    if loaded.scenario.leases.is_some() && !implementation.leases() {
+        let missing = match implementation.in_process() {
+            true => format!(
+                "{} does not implement leases (Store::claim and Store::mark_done_leased)",
+                implementation.name()
+            ),
+            false => format!(
+                "the adapter `{}` ({}) does not declare the `leases` capability in its handshake \
+                 (\"capabilities\": [\"leases\"], with the store ops `claim` and `mark_done_leased`)",
+                implementation.description(),
+                implementation.name()
+            ),
+        };
+        return Err(RunError::Unsupported(format!(
+            "{missing}: scenario {} has [leases]",
+            loaded.label()
+        )));
+    }
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)

@@ -10,6 +10,7 @@
 mod budget;
 pub mod builtin;
 mod error;
+mod leases;
 mod loaded;
 mod locate;
 mod validate;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
+pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
 pub use validate::Rejection;
 
@@ -48,6 +50,9 @@ pub struct Scenario {
     pub power: Power,
     /// Kills and power cuts at fixed ticks, in addition to the seeded ones.
     pub script: Vec<Scripted>,
+    /// Workers claim rows with leases and fencing tokens (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases: Option<Leases>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -68,6 +73,7 @@ impl Scenario {
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = self.faults.plan();
         plan.power_loss = self.power.loss;
+        plan.pause = self.faults.pause.map_or(Ratio::ZERO, |pause| pause.rate);
         plan
     }
 
@@ -168,6 +174,9 @@ pub struct Faults {
     /// Chance that a confirmed command is followed by a rogue request reusing
     /// its key with other core parameters (the receiver must reject it: I7).
     pub key_conflict: Ratio,
+    /// Actors pause with their state intact (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseFaults>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -230,6 +239,7 @@ impl Default for Scenario {
             faults: Faults::default(),
             power: Power::default(),
             script: Vec::new(),
+            leases: None,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct World<'a> {
     pub workers_count: u32,
     pub receivers_count: u32,
     pub pending_batch: usize,
+    /// With leases: a lease's length in ticks (workers claim their rows).
+    pub lease_ticks: Option<u64>,
 }
 
 /// The cities trips go to.
@@ -65,6 +67,7 @@ impl<'a> World<'a> {
             workers_count: scenario.workload.workers_count,
             receivers_count: scenario.workload.receivers_count,
             pending_batch: scenario.workload.pending_batch as usize,
+            lease_ticks: scenario.leases.map(|leases| leases.ticks),
         }
     }
 }

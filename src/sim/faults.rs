@@ -31,6 +31,15 @@
 //! commit survives (I9), and effects never outlive the rows that caused them
 //! (I4); weaker settings may lose a tail, and the checkers say which.
 //!
+//! Pauses (`[faults.pause]`). An actor stops taking steps for a drawn number
+//! of ticks with its connection, its open transaction and its memory intact,
+//! then takes the step it was about to take as if nothing happened (a GC
+//! pause, a stopped VM). Nothing is lost; but the world moved on: a lease
+//! the actor holds may have expired and passed to another worker, whose
+//! claim carries a greater fencing token, so the paused holder's late
+//! acknowledgement must not count (I8). A paused writer keeps its write lock,
+//! and everyone else waits.
+//!
 //! Scripted faults (`[[script]]`) kill named actors or cut the power at fixed ticks.
 //!
 //! All faults stop when the quiet phase begins.
@@ -167,6 +176,9 @@ pub struct FaultPlan {
     pub key_conflict: Ratio,
     /// Chance per actor step that power goes out (see `scenario::Power`).
     pub power_loss: Ratio,
+    /// Chance per actor step that the actor pauses (`[faults.pause]`).
+    #[serde(skip_serializing_if = "zero")]
+    pub pause: Ratio,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
 }
@@ -180,6 +192,7 @@ impl FaultPlan {
             net_duplicate,
             key_conflict,
             power_loss: Ratio::ZERO,
+            pause: Ratio::ZERO,
             swarm: false,
         }
     }
@@ -224,6 +237,7 @@ impl FaultPlan {
             ("net.duplicate", self.net_duplicate),
             ("key_conflict", self.key_conflict),
             ("power.loss", self.power_loss),
+            ("pause", self.pause),
         ] {
             if !rate.is_zero() {
                 parts.push(format!("{name}={rate}"));
@@ -235,6 +249,10 @@ impl FaultPlan {
             parts.join(" ")
         }
     }
+}
+
+fn zero(ratio: &Ratio) -> bool {
+    ratio.is_zero()
 }
 
 /// How often each kill point was reached and how often it fired.
@@ -279,6 +297,9 @@ pub enum Fault {
     /// Cut the power at the `point`-th persistence point (write, sync,
     /// truncation or deletion) the crash VFS sees.
     PowerCut { point: u64 },
+    /// Pause `actor` for `ticks` ticks at the `step`-th step (from 1, across
+    /// its lives, counting the steps it was about to take in the fault phase).
+    Pause { actor: ActorId, step: u64, ticks: u64 },
 }
 
 /// A fault that fired, and when.
@@ -306,6 +327,22 @@ impl FaultSource {
         match self {
             FaultSource::Drawn => prng.chance(rate),
             FaultSource::Forced(faults) => faults.contains(fault),
+        }
+    }
+
+    /// Decides a pause of `actor` at its `step`-th step: draws with `rate`
+    /// and a length in `ticks` from `prng`, or looks the step up in a forced
+    /// schedule (with the length it records). The length of the pause, if any.
+    pub fn pause(&self, prng: &mut Prng, rate: Ratio, ticks: (u64, u64), actor: ActorId, step: u64) -> Option<u64> {
+        match self {
+            FaultSource::Drawn => prng.chance(rate).then(|| prng.range_inclusive(ticks.0, ticks.1)),
+            FaultSource::Forced(faults) => {
+                let at = |ticks| Fault::Pause { actor, step, ticks };
+                faults.range(at(0)..=at(u64::MAX)).next().map(|fault| match fault {
+                    Fault::Pause { ticks, .. } => *ticks,
+                    _ => unreachable!("the range holds pauses only"),
+                })
+            }
         }
     }
 }

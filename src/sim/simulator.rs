@@ -18,11 +18,13 @@
 //! the final state the checkers read.
 //!
 //! Files: this one (the loop and a step), `network.rs` (messages, probes),
-//! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling).
+//! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling),
+//! `pause.rs` (actors paused with their state intact).
 
 mod ending;
 mod lifecycle;
 mod network;
+mod pause;
 
 use std::path::{Path, PathBuf};
 
@@ -157,6 +159,11 @@ struct Slot {
     sched: Prng,
     /// Its kill draws.
     faults: Prng,
+    /// Steps it was about to take in the fault phase, across its lives
+    /// (the occurrences a pause is decided at).
+    pause_steps: u64,
+    /// Its pause draws.
+    pauses: Prng,
 }
 
 pub struct Simulator<'a> {
@@ -176,6 +183,8 @@ pub struct Simulator<'a> {
     observer: Option<Box<dyn Store>>,
     /// Power loss, when the scenario (or a forced schedule) has any.
     power: Option<Power>,
+    /// Pauses, when the scenario (or a forced schedule) has any.
+    pause: Option<crate::scenario::PauseFaults>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
@@ -239,6 +248,7 @@ impl<'a> Simulator<'a> {
             hotel_failure: scenario.workload.hotel_failure,
             seed,
             clock: crate::store::Clock::default(),
+            leases: scenario.leases.is_some(),
         };
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
         let observer = system.open_observer().map_err(SimError::Setup)?;
@@ -269,6 +279,8 @@ impl<'a> Simulator<'a> {
                 prng: Prng::derive(seed, &format!("{id}/decide")),
                 sched: Prng::derive(seed, &format!("{id}/sched")),
                 faults: Prng::derive(seed, &format!("{id}/faults")),
+                pause_steps: 0,
+                pauses: Prng::derive(seed, &format!("{id}/pause")),
             })
             .collect();
 
@@ -286,6 +298,7 @@ impl<'a> Simulator<'a> {
             system: Some(system),
             observer: Some(observer),
             power,
+            pause: pause::pauses(scenario.faults.pause, &source),
             recoveries: Vec::new(),
             fault_points: None,
             fatal: None,
@@ -439,7 +452,7 @@ impl<'a> Simulator<'a> {
     }
 
     fn step(&mut self, slot: usize, token: u64) {
-        if self.slots[slot].token != token {
+        if self.slots[slot].token != token || self.pause(slot) {
             return;
         }
         self.slots[slot].waiting = false;

@@ -40,6 +40,10 @@ pub enum StoreError {
     /// store's fault, so the run stops without a verdict.
     #[error("{0}")]
     Environment(String),
+    /// The store does not offer this operation (an optional capability,
+    /// such as leases, that it does not implement). The run cannot use it.
+    #[error("not supported by this store: {0}")]
+    Unsupported(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -71,6 +75,7 @@ impl StoreError {
             StoreError::Died(message) => StoreError::Died(message.clone()),
             StoreError::Broken(message) => StoreError::Broken(message.clone()),
             StoreError::Environment(message) => StoreError::Environment(message.clone()),
+            StoreError::Unsupported(message) => StoreError::Unsupported(message.clone()),
             StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, message)) => {
                 StoreError::Sqlite(rusqlite::Error::SqliteFailure(*code, message.clone()))
             }

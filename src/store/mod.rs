@@ -23,7 +23,8 @@
 //! `group_commit` (appends of many writers in one transaction),
 //! `receiver` (the reference `Receiver`), `service` (what the receiver's
 //! business effect computes), `dump` (the canonical state the checkers
-//! read), `clock` (simulated time as a store may read it), `registry`
+//! read), `clock` (simulated time as a store may read it), `lease`
+//! (claims with fencing tokens, an optional capability), `registry`
 //! (implementations by name).
 
 pub mod clock;
@@ -33,6 +34,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod group_commit;
+pub mod lease;
 pub mod outbox;
 pub mod receiver;
 pub mod reference;
@@ -48,6 +50,7 @@ pub use connection::{JournalMode, SqliteSettings, Synchronous};
 pub use dump::Snapshot;
 pub use engine::{Engine, ReferenceEngine};
 pub use error::StoreError;
+pub use lease::Leased;
 
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 use crate::ratio::Ratio;
@@ -88,6 +91,28 @@ pub trait Store {
     /// marks it done without a result, which only an engine that marks before
     /// confirmation does; a later call with the result then fills it in.
     fn mark_done(&mut self, command_id: &str, result: Option<&str>) -> Result<bool>;
+
+    /// Leases (an optional capability, see `lease` and
+    /// `Implementation::leases`): claims up to `limit` pending rows whose
+    /// lease is free (never claimed, or expired by the run's `Clock`) for
+    /// `owner` until `now + lease_ticks`, each with a fencing token greater
+    /// than every earlier claim's of that row, in one statement or
+    /// transaction; oldest commit first. A store without leases answers
+    /// `Unsupported`.
+    fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> Result<Vec<Leased>> {
+        let _ = (owner, lease_ticks, limit);
+        Err(StoreError::Unsupported("claim (leases)".to_string()))
+    }
+
+    /// Leases: `mark_done`, counted only while `token` is the row's current
+    /// fencing token; false if nothing changed (the lease passed to another
+    /// holder, or the row is done). A store without leases answers `Unsupported`.
+    fn mark_done_leased(&mut self, command_id: &str, token: u64, result: Option<&str>) -> Result<bool> {
+        let _ = (command_id, token, result);
+        Err(StoreError::Unsupported(
+            "mark_done with a fencing token (leases)".to_string(),
+        ))
+    }
 
     /// The connection, for read-only probes of the settings in force
     /// (`PRAGMA synchronous`). The harness never writes through it.
@@ -279,9 +304,12 @@ pub struct SystemConfig {
     /// The run's seed, for implementations that pass it on (an adapter's
     /// handshake); nothing in a store should need it.
     pub seed: u64,
-    /// The run's time, for a store that needs one (a timestamp): never the
-    /// wall clock, so that a run replays.
+    /// The run's time, for a store that needs one (a timestamp, a lease's
+    /// expiry): never the wall clock, so that a run replays.
     pub clock: Clock,
+    /// Whether the run's workers claim rows with leases (`Store::claim`):
+    /// a store that supports them prepares what they need at set-up.
+    pub leases: bool,
 }
 
 /// Whose connection is being opened: the actor (`writer-3`) and which of
@@ -371,5 +399,11 @@ pub trait Implementation: Send + Sync {
     /// VFS sees only this process's writes); an adapter's processes do not.
     fn in_process(&self) -> bool {
         true
+    }
+    /// Whether its stores implement leases (`Store::claim` and
+    /// `Store::mark_done_leased`). A scenario with `[leases]` refuses an
+    /// implementation without them (no verdict); false by default.
+    fn leases(&self) -> bool {
+        false
     }
 }

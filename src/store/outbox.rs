@@ -10,14 +10,19 @@ pub(super) const COLUMNS: &str = "command_id, workflow_id, event_seq, kind, payl
 
 /// An outbox row from a query of `COLUMNS`.
 pub(super) fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+    row_at(row, 0)
+}
+
+/// An outbox row from a query whose `COLUMNS` start at column `at`.
+pub(super) fn row_at(row: &Row<'_>, at: usize) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
-        command_id: row.get(0)?,
-        workflow_id: row.get(1)?,
-        event_seq: row.get(2)?,
-        kind: row.get(3)?,
-        payload: row.get(4)?,
-        done: row.get(5)?,
-        result: row.get(6)?,
+        command_id: row.get(at)?,
+        workflow_id: row.get(at + 1)?,
+        event_seq: row.get(at + 2)?,
+        kind: row.get(at + 3)?,
+        payload: row.get(at + 4)?,
+        done: row.get(at + 5)?,
+        result: row.get(at + 6)?,
     })
 }
 

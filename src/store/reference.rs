@@ -6,14 +6,16 @@ use rusqlite::Connection;
 
 use super::receiver::ReferenceReceiver;
 use super::{
-    Implementation, Receiver, Result, Snapshot, SqliteSettings, Store, System, SystemConfig, Who, connection, events,
-    outbox,
+    Clock, Implementation, Leased, Receiver, Result, Snapshot, SqliteSettings, Store, System, SystemConfig, Who,
+    connection, events, lease, outbox,
 };
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 
 /// The event store and outbox over one connection.
 pub struct ReferenceStore {
     conn: Connection,
+    /// The run's time, for leases' expiry.
+    clock: Clock,
 }
 
 impl ReferenceStore {
@@ -24,7 +26,17 @@ impl ReferenceStore {
     /// A store over a connection opened by `connection::open` or `open_via`
     /// (which applied the settings), or elsewhere (a mutant's).
     pub fn from_connection(conn: Connection) -> ReferenceStore {
-        ReferenceStore { conn }
+        ReferenceStore {
+            conn,
+            clock: Clock::default(),
+        }
+    }
+
+    /// The store reading the run's time from `clock` (leases expire by it);
+    /// without one, time stands still at tick 0.
+    pub fn with_clock(mut self, clock: Clock) -> ReferenceStore {
+        self.clock = clock;
+        self
     }
 
     /// Creates the event store and outbox tables if they do not exist.
@@ -35,6 +47,16 @@ impl ReferenceStore {
     /// `create_schema` on an open connection.
     pub fn create_schema_in(conn: &Connection) -> Result<()> {
         conn.execute_batch(include_str!("schema.sql"))?;
+        Ok(())
+    }
+
+    /// The schema for `config`: with leases, the outbox's lease columns too.
+    pub fn create_schema_for(config: &SystemConfig) -> Result<()> {
+        let conn = connection::open(&config.store_path, &config.store_sqlite)?;
+        Self::create_schema_in(&conn)?;
+        if config.leases {
+            lease::enable(&conn)?;
+        }
         Ok(())
     }
 
@@ -92,6 +114,14 @@ impl Store for ReferenceStore {
         outbox::mark_done(&self.conn, command_id, result)
     }
 
+    fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> Result<Vec<Leased>> {
+        lease::claim(&self.conn, owner, self.clock.now(), lease_ticks, limit)
+    }
+
+    fn mark_done_leased(&mut self, command_id: &str, token: u64, result: Option<&str>) -> Result<bool> {
+        lease::mark_done(&self.conn, command_id, token, result)
+    }
+
     fn connection(&self) -> Option<&Connection> {
         Some(&self.conn)
     }
@@ -104,7 +134,7 @@ pub struct ReferenceSystem {
 
 impl ReferenceSystem {
     pub fn create(config: &SystemConfig) -> Result<ReferenceSystem> {
-        ReferenceStore::create_schema(&config.store_path, &config.store_sqlite)?;
+        ReferenceStore::create_schema_for(config)?;
         ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
         Ok(ReferenceSystem { config: config.clone() })
     }
@@ -123,10 +153,8 @@ impl ReferenceSystem {
 
 impl System for ReferenceSystem {
     fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
-        Ok(Box::new(ReferenceStore::open(
-            &self.config.store_path,
-            &self.config.store_sqlite,
-        )?))
+        let store = ReferenceStore::open(&self.config.store_path, &self.config.store_sqlite)?;
+        Ok(Box::new(store.with_clock(self.config.clock.clone())))
     }
 
     fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
@@ -156,5 +184,9 @@ impl Implementation for Reference {
 
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
         Ok(Box::new(ReferenceSystem::create(config)?))
+    }
+
+    fn leases(&self) -> bool {
+        true
     }
 }

@@ -31,6 +31,13 @@ pub struct Appended {
     pub command_ids: Vec<String>,
 }
 
+/// A row a worker claimed, with the claim's fencing token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claimed {
+    pub command_id: String,
+    pub token: u64,
+}
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -55,6 +62,11 @@ pub enum Op {
     Quiet,
     /// Every workflow is terminal, the outbox is drained and nothing is in flight.
     Settled,
+    /// The simulator paused the actor: it takes no step for `ticks` ticks,
+    /// keeping its connection and memory, then goes on where it was.
+    Pause {
+        ticks: u64,
+    },
 
     // Writers.
     /// Looked for work: `candidates` workflows could take a step.
@@ -117,9 +129,27 @@ pub enum Op {
         key: String,
         attempt: u32,
     },
+    /// `changed` false: nothing changed (done already, or, with a
+    /// `token`, the lease passed to another holder: a late acknowledgement).
     MarkDone {
         command_id: String,
         changed: bool,
+        /// The fencing token acknowledged with (leases only).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        token: Option<u64>,
+    },
+    /// Leases: the worker (`owner`, its actor and life) claimed these rows
+    /// until tick `expires`.
+    Claim {
+        owner: String,
+        expires: u64,
+        claimed: Vec<Claimed>,
+    },
+    /// Leases: the worker's lease on the row expired (by its own clock)
+    /// before it sent the command: it leaves the row to the next claim.
+    LeaseLost {
+        command_id: String,
+        token: u64,
     },
 
     // Receivers.

@@ -87,12 +87,45 @@ pub fn describe(op: &Op) -> String {
         }
         Op::Reply { key, outcome: o } => format!("reply {key}: {}", outcome(o)),
         Op::Timeout { key, attempt } => format!("timeout {key} (attempt {attempt}): outcome unknown"),
-        Op::MarkDone { command_id, changed } => {
+        Op::MarkDone {
+            command_id,
+            changed,
+            token: None,
+        } => {
             format!(
                 "mark_done {command_id}{}",
                 if *changed { "" } else { " (already done)" }
             )
         }
+        Op::MarkDone {
+            command_id,
+            changed,
+            token: Some(token),
+        } => {
+            format!(
+                "mark_done {command_id} token={token}{}",
+                if *changed {
+                    ""
+                } else {
+                    " REJECTED (lease passed to another holder, or done already)"
+                }
+            )
+        }
+        Op::Claim {
+            owner,
+            expires,
+            claimed,
+        } => {
+            let rows: Vec<String> = claimed
+                .iter()
+                .map(|claim| format!("{} token={}", claim.command_id, claim.token))
+                .collect();
+            format!("claim [{}] as {owner} until tick {expires}", rows.join(", "))
+        }
+        Op::LeaseLost { command_id, token } => {
+            format!("lease on {command_id} (token={token}) expired before sending: left to the next claim")
+        }
+        Op::Pause { ticks } => format!("== PAUSED for {ticks} ticks (connection and memory kept) =="),
         Op::Receive { key, from } => format!("receive {key} from {from}"),
         Op::Lookup { key, found } => {
             let found = match found {

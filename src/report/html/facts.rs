@@ -473,11 +473,13 @@ impl<'a> Facts<'a> {
                     state.delivering = Some((command, false));
                     self.command(command).replies.push((tick, actor, outcome));
                 }
-                Op::MarkDone { command_id, changed } => {
+                Op::MarkDone {
+                    command_id, changed, ..
+                } => {
                     state.delivering = Some((command_id, true));
                     self.command(command_id).marks.push((tick, actor, *changed));
                 }
-                Op::Pending { .. } => state.delivering = None,
+                Op::Pending { .. } | Op::Claim { .. } => state.delivering = None,
                 Op::Receive { key, .. } => state.handling = Some(key),
                 Op::Respond { .. } => state.handling = None,
                 Op::Apply { key, effect_id, .. } => {

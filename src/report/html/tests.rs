@@ -312,6 +312,7 @@ fn a_worker_between_deliveries_has_nothing_in_hand() {
             Op::MarkDone {
                 command_id: command.clone(),
                 changed: true,
+                token: None,
             },
         ),
         at(

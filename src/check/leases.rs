@@ -1,0 +1,283 @@
+//! I8 lease safety, judged from the trace.
+//!
+//! With leases, a worker claims rows (`Op::Claim`: owner, expiry, a fencing
+//! token per row) and acknowledges each with its token (`Op::MarkDone` with
+//! `token`, and whether the store counted it). Two things must hold:
+//!
+//! - **A late acknowledgement never wins.** A `mark_done` that counted
+//!   (`changed`) carries the token of the row's latest claim: a holder whose
+//!   lease had passed to another (a greater token) was rejected.
+//! - **One live lease per row.** A row is claimed only once its previous
+//!   lease expired by the simulated clock (the claim's tick is at or past the
+//!   previous expiry), and each claim's token is greater than the one before.
+//!
+//! A power cut kills every holder and may take the latest claims with it
+//! (on weak settings): what was claimed before it is forgotten.
+
+use std::collections::BTreeMap;
+
+use super::{Input, Invariant, Violation};
+use crate::trace::Op;
+
+/// A claim of a row.
+#[derive(Clone, Copy)]
+struct Lease<'a> {
+    tick: u64,
+    owner: &'a str,
+    token: u64,
+    expires: u64,
+}
+
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let mut latest: BTreeMap<&str, Lease<'_>> = BTreeMap::new();
+    // Each holder's own claims, to name a late acknowledgement's lease.
+    let mut held: BTreeMap<(&str, u64), Lease<'_>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for event in input.events {
+        match &event.op {
+            Op::Claim {
+                owner,
+                expires,
+                claimed,
+            } => {
+                for claim in claimed {
+                    let lease = Lease {
+                        tick: event.tick,
+                        owner,
+                        token: claim.token,
+                        expires: *expires,
+                    };
+                    if let Some(before) = latest.get(claim.command_id.as_str()) {
+                        violations.extend(overlap(&claim.command_id, before, &lease));
+                    }
+                    held.insert((claim.command_id.as_str(), claim.token), lease);
+                    latest.insert(&claim.command_id, lease);
+                }
+            }
+            Op::MarkDone {
+                command_id,
+                changed: true,
+                token: Some(token),
+            } => {
+                let current = latest.get(command_id.as_str());
+                if current.is_some_and(|lease| lease.token == *token) {
+                    continue;
+                }
+                let mine = held.get(&(command_id.as_str(), *token));
+                let message = match (mine, current) {
+                    (Some(mine), Some(current)) => format!(
+                        "{command_id}: a late acknowledgement counted: {} marked the row done at tick {} \
+                         with token {token} (its lease from tick {} expired at tick {}), after {} had \
+                         claimed it at tick {} with token {}",
+                        mine.owner, event.tick, mine.tick, mine.expires, current.owner, current.tick, current.token
+                    ),
+                    _ => format!(
+                        "{command_id}: {} marked the row done at tick {} with token {token}, which no claim \
+                         of the row gave{}",
+                        event.actor,
+                        event.tick,
+                        current.map_or(String::new(), |current| format!(
+                            " (its current token is {}, {}'s)",
+                            current.token, current.owner
+                        ))
+                    ),
+                };
+                let ticks = [mine.map(|lease| lease.tick), current.map(|lease| lease.tick)];
+                violations.push(
+                    Violation::new(Invariant::I8, message)
+                        .command(command_id)
+                        .ticks(ticks.into_iter().flatten().chain([event.tick])),
+                );
+            }
+            Op::PowerCut { .. } => {
+                latest.clear();
+                held.clear();
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// What is wrong with claiming a row again as `after` when `before` was its
+/// latest claim: a token that did not grow, or a lease still live.
+fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Violation> {
+    let mut found = Vec::new();
+    if after.token <= before.token {
+        found.push(format!(
+            "{command_id}: the fencing token did not grow: {} claimed the row at tick {} with token {}, \
+             after {}'s claim at tick {} with token {}",
+            after.owner, after.tick, after.token, before.owner, before.tick, before.token
+        ));
+    }
+    if after.tick < before.expires {
+        found.push(format!(
+            "{command_id}: two live leases: {} claimed the row at tick {} while {}'s lease (tick {}, token {}) \
+             ran until tick {}",
+            after.owner, after.tick, before.owner, before.tick, before.token, before.expires
+        ));
+    }
+    found
+        .into_iter()
+        .map(|message| {
+            Violation::new(Invariant::I8, message)
+                .command(command_id)
+                .ticks([before.tick, after.tick])
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::super::Invariant::{self, I8};
+    use super::super::fixtures::{Fixture, clean};
+    use crate::actors::{ActorId, Role};
+    use crate::trace::{Claimed, Op, TraceEvent};
+
+    const ROW: &str = "trip-000:1:0";
+
+    /// The clean run, then claims and acknowledgements of one row at ticks
+    /// counted from the end of its trace.
+    struct Leases {
+        fixture: Fixture,
+        base: u64,
+    }
+
+    impl Leases {
+        fn new() -> Leases {
+            let fixture = clean();
+            let base = fixture.events.last().map_or(0, |event| event.tick);
+            Leases { fixture, base }
+        }
+
+        fn at(&mut self, tick: u64, worker: u32, op: Op) -> &mut Leases {
+            self.fixture.events.push(TraceEvent {
+                tick: self.base + tick,
+                actor: ActorId::new(Role::Worker, worker),
+                op,
+            });
+            self
+        }
+
+        /// Worker `worker` claims the row at `tick` for `ticks` with `token`.
+        fn claim(&mut self, tick: u64, worker: u32, token: u64, ticks: u64) -> &mut Leases {
+            let op = Op::Claim {
+                owner: format!("worker-{worker}#0"),
+                expires: self.base + tick + ticks,
+                claimed: vec![Claimed {
+                    command_id: ROW.to_string(),
+                    token,
+                }],
+            };
+            self.at(tick, worker, op)
+        }
+
+        fn mark(&mut self, tick: u64, worker: u32, token: u64, changed: bool) -> &mut Leases {
+            let op = Op::MarkDone {
+                command_id: ROW.to_string(),
+                changed,
+                token: Some(token),
+            };
+            self.at(tick, worker, op)
+        }
+
+        fn invariants(&self) -> BTreeSet<Invariant> {
+            self.fixture.invariants()
+        }
+    }
+
+    fn only(leases: &Leases, expected: &[Invariant]) {
+        let expected: BTreeSet<Invariant> = expected.iter().copied().collect();
+        assert_eq!(
+            leases.invariants(),
+            expected,
+            "violations: {:#?}",
+            leases.fixture.violations()
+        );
+    }
+
+    #[test]
+    fn a_lease_taken_over_after_expiry_and_acknowledged_by_its_holder_passes() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10).claim(11, 1, 2, 10).mark(15, 1, 2, true);
+        // The first holder comes back late: rejected, as it must be.
+        run.mark(16, 0, 1, false);
+        only(&run, &[]);
+    }
+
+    #[test]
+    fn an_expired_lease_nobody_took_over_still_acknowledges() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10).mark(40, 0, 1, true);
+        only(&run, &[]);
+    }
+
+    #[test]
+    fn a_late_acknowledgement_that_counted_is_rejected() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10).claim(11, 1, 2, 10).mark(12, 0, 1, true);
+        only(&run, &[I8]);
+        let violations = run.fixture.violations();
+        let message = &violations[0].message;
+        assert!(message.contains("late acknowledgement counted"), "{message}");
+        assert!(
+            message.contains("worker-0#0") && message.contains("worker-1#0"),
+            "{message}"
+        );
+        assert_eq!(violations[0].command_id.as_deref(), Some(ROW));
+        assert_eq!(violations[0].ticks, [run.base + 1, run.base + 11, run.base + 12]);
+    }
+
+    #[test]
+    fn a_late_acknowledgement_after_the_current_holder_is_rejected_too() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10)
+            .claim(11, 1, 2, 10)
+            .mark(12, 1, 2, true)
+            .mark(13, 0, 1, true);
+        only(&run, &[I8]);
+    }
+
+    #[test]
+    fn a_claim_of_a_live_lease_is_rejected() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10).claim(10, 1, 2, 10);
+        only(&run, &[I8]);
+        assert!(run.fixture.violations()[0].message.contains("two live leases"));
+    }
+
+    #[test]
+    fn a_token_that_does_not_grow_is_rejected() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 3, 10).claim(20, 1, 3, 10);
+        only(&run, &[I8]);
+        assert!(run.fixture.violations()[0].message.contains("did not grow"));
+    }
+
+    #[test]
+    fn a_token_no_claim_gave_is_rejected() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10).mark(5, 0, 7, true);
+        only(&run, &[I8]);
+        assert!(run.fixture.violations()[0].message.contains("no claim"));
+    }
+
+    #[test]
+    fn a_power_cut_forgets_the_claims_before_it() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 100);
+        run.at(
+            2,
+            0,
+            Op::PowerCut {
+                point: 9,
+                model: "drop_unsynced".into(),
+            },
+        );
+        // The claim was lost with the cut: the next one may repeat its token.
+        run.claim(30, 1, 1, 100).mark(31, 1, 1, true);
+        only(&run, &[]);
+    }
+}
