@@ -11,6 +11,10 @@ pub struct Commit<'a> {
     /// Position of the commit in the trace.
     pub index: usize,
     pub tick: u64,
+    /// For a transaction a group-commit store queued first (`Queued`), the
+    /// tick it was queued: its group may have committed any time from then
+    /// on, before the writer asked again and learned it (late, if paused).
+    pub queued: Option<u64>,
     pub actor: ActorId,
     pub appended: &'a Appended,
 }
@@ -59,12 +63,25 @@ impl<'a> History<'a> {
         let mut history = History::default();
         // The last effect each receiver applied, acknowledged by its commit.
         let mut applying: BTreeMap<ActorId, (&'a str, i64)> = BTreeMap::new();
+        // The tick each writer's open transaction was first queued at.
+        let mut queued: BTreeMap<ActorId, u64> = BTreeMap::new();
         for (index, event) in events.iter().enumerate() {
             match &event.op {
+                Op::Queued { .. } => {
+                    queued.entry(event.actor).or_insert(event.tick);
+                }
+                Op::Busy { .. } | Op::Pause { .. } | Op::Commit { .. } => {}
+                _ => {
+                    queued.remove(&event.actor);
+                }
+            }
+            match &event.op {
                 Op::Commit { appended } => {
+                    let since = queued.remove(&event.actor);
                     history.commits.extend(appended.iter().map(|appended| Commit {
                         index,
                         tick: event.tick,
+                        queued: since,
                         actor: event.actor,
                         appended,
                     }));
@@ -121,11 +138,13 @@ impl<'a> History<'a> {
         self.key_to_command.get(key).copied().unwrap_or(key)
     }
 
-    /// The tick at which `workflow_id`'s event `seq` was committed, if known.
+    /// The earliest tick at which `workflow_id`'s event `seq` may have
+    /// committed, if known: when its writer learned it, or, for a
+    /// transaction a group-commit store queued, when it was queued.
     pub fn commit_tick(&self, workflow_id: &str, seq: u64) -> Option<u64> {
         self.commits
             .iter()
             .find(|commit| commit.appended.workflow_id == workflow_id && commit.appended.seq == seq)
-            .map(|commit| commit.tick)
+            .map(|commit| commit.queued.unwrap_or(commit.tick))
     }
 }

@@ -177,7 +177,10 @@ pub fn run_seed_on(
         .map_err(|error| RunError::Sim { seed, error })?
         .cancel_on(abandoning);
     let output = simulator.run().map_err(|error| RunError::Sim { seed, error })?;
-    if output.fault_points == Some(0) && !output.events.is_empty() {
+    // No persistence point in the whole run: the store's writes went around
+    // the crash VFS. (None in the fault phase alone can be the scenario's
+    // doing: a short phase, every actor paused.)
+    if output.vfs_points == Some(0) && !output.events.is_empty() {
         return Err(RunError::Unsupported(format!(
             "scenario {} cuts the power, but no write of {} went through the crash VFS: its connections \
              must open through the VFS their settings name (SqliteSettings::vfs)",

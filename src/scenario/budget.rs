@@ -42,7 +42,29 @@ pub struct Budget {
 
 impl Budget {
     pub fn of(scenario: &Scenario) -> Budget {
-        Budget::from_parts(&scenario.run, &scenario.workload, &scenario.timing)
+        let mut budget = Budget::from_parts(&scenario.run, &scenario.workload, &scenario.timing);
+        // A pause drawn at the fault phase's last step runs on into the
+        // quiet phase, and a row claimed by a worker that died is free again
+        // only when its lease expires: the quiet phase waits for both.
+        let pause = scenario.faults.pause.map_or(0, |pause| pause.ticks_max);
+        let lease = scenario.leases.map_or(0, |leases| leases.ticks);
+        budget.quiet_floor = sum(&[budget.quiet_floor, pause, lease]);
+        budget.quiet = scenario
+            .run
+            .quiet_ticks_min
+            .unwrap_or(budget.quiet_floor)
+            .max(budget.quiet_floor);
+        budget
+    }
+
+    /// The shortest claim-to-acknowledgement a delivery can take: 2 messages
+    /// and 8 steps (`D` in `workload_ticks`). A lease no longer than this
+    /// always expires before its holder can acknowledge.
+    pub fn delivery(timing: &Timing) -> u64 {
+        sum(&[
+            timing.latency_ticks_max.saturating_mul(2),
+            timing.step_ticks_max.saturating_mul(8),
+        ])
     }
 
     fn from_parts(run: &RunLimits, workload: &Workload, timing: &Timing) -> Budget {
@@ -171,5 +193,14 @@ pub fn workload_ticks(workload: &Workload, timing: &Timing) -> u64 {
 /// rules accept (`Budget::steps_needed`), rounded up to a thousand.
 pub(super) fn derived_steps_max(run: &RunLimits, workload: &Workload, timing: &Timing) -> u64 {
     let needed = Budget::from_parts(run, workload, timing).steps_needed(run.ticks_fault);
+    round_steps(needed)
+}
+
+/// The derived `run.steps_max` of a whole scenario (its pauses and leases too).
+pub(super) fn derived_steps_max_of(scenario: &Scenario) -> u64 {
+    round_steps(Budget::of(scenario).steps_needed(scenario.run.ticks_fault))
+}
+
+fn round_steps(needed: u64) -> u64 {
     needed.div_ceil(1_000).saturating_mul(1_000).min(i64::MAX as u64)
 }

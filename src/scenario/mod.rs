@@ -385,7 +385,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
     let invalid = |rejection: Rejection| ScenarioError::invalid(path, text, &rejection);
     scenario.validate_shape().map_err(invalid)?;
     if !writes_steps_max(text) {
-        scenario.run.steps_max = budget::derived_steps_max(&scenario.run, &scenario.workload, &scenario.timing);
+        scenario.run.steps_max = budget::derived_steps_max_of(&scenario);
     }
     scenario.validate_budget().map_err(invalid)?;
     Ok(scenario)

@@ -65,6 +65,18 @@ impl Scenario {
                 format!("unknown implementation {:?}; known: {known}", self.store),
             );
         }
+        if self.leases.is_some()
+            && let Some(implementation) = crate::mutants::resolve(&self.store)
+            && !implementation.leases()
+        {
+            return fail(
+                "leases",
+                format!(
+                    "{} has no leases (claims with fencing tokens): leave [leases] out, or use a store that has them",
+                    self.store
+                ),
+            );
+        }
         let workload = &self.workload;
         for (key, value, max) in [
             ("workload.trips_count", workload.trips_count, 100_000),
@@ -189,6 +201,24 @@ impl Scenario {
                 "timing.step_ticks_max",
                 "workload.workers_count",
             ]));
+        }
+        if let Some(leases) = self.leases
+            && leases.ticks <= Budget::delivery(timing)
+        {
+            let delivery = Budget::delivery(timing);
+            return Err(Rejection::new(
+                "leases.ticks",
+                format!(
+                    "{} is not longer than the shortest delivery, {delivery} ticks (2 × latency_ticks_max {} + \
+                     8 steps × step_ticks_max {}): every lease would expire before its holder could \
+                     acknowledge, and no row would ever be done; raise it to at least {}",
+                    leases.ticks,
+                    timing.latency_ticks_max,
+                    timing.step_ticks_max,
+                    delivery + 1
+                ),
+            )
+            .near(&["timing.latency_ticks_max", "timing.step_ticks_max"]));
         }
         if self.power_enabled() {
             self.validate_power()?;

@@ -112,6 +112,9 @@ pub struct RunOutput {
     /// Persistence points the crash VFS saw during the fault phase (the
     /// points a cut could hit), for power-loss runs that reached the quiet phase.
     pub fault_points: Option<u64>,
+    /// Persistence points the crash VFS saw in the whole run, for power-loss
+    /// runs: none means the store wrote around it.
+    pub vfs_points: Option<u64>,
     /// Why liveness cannot be judged, if it cannot: the budget ended before
     /// the quiet phase had its minimum. Safety is judged all the same.
     pub inconclusive: Option<String>,
@@ -382,6 +385,7 @@ impl<'a> Simulator<'a> {
         if self.fault_points.is_none() {
             self.fault_points = self.power.as_ref().map(|power| power.vfs.points());
         }
+        let vfs_points = self.power.as_ref().map(|power| power.vfs.points());
         let inconclusive = match self.settled {
             true => None,
             false => budget_ended.and_then(|ended| self.inconclusive(ended)),
@@ -428,6 +432,7 @@ impl<'a> Simulator<'a> {
             artifacts,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
+            vfs_points,
             inconclusive,
         })
     }

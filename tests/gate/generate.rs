@@ -61,6 +61,12 @@ pub const KEYS: &[&str] = &[
     "faults.receiver.after_effect_commit",
     "faults.net.drop",
     "faults.net.duplicate",
+    "faults.pause.rate",
+    "faults.pause.ticks_min",
+    "faults.pause.ticks_max",
+    "leases.ticks",
+    "leases",
+    "faults.pause",
 ];
 
 /// Whether `key` is a key of the format.
@@ -236,19 +242,42 @@ fn faults() -> BoxedStrategy<Draft> {
         ]),
         rates(&["before_effect_commit", "after_effect_commit"]),
         rates(&["drop", "duplicate"]),
+        pause(),
     )
-        .prop_map(|(top, writer, worker, receiver, net)| {
+        .prop_map(|(top, writer, worker, receiver, net, pause)| {
             [
                 ("faults", top),
                 ("faults.writer", writer),
                 ("faults.worker", worker),
                 ("faults.receiver", receiver),
                 ("faults.net", net),
+                ("faults.pause", pause),
             ]
             .into_iter()
+            .filter(|(_, entries)| !entries.is_empty())
             .collect()
         })
         .boxed()
+}
+
+/// `[faults.pause]`: all three keys or none (each is required in the table).
+fn pause() -> BoxedStrategy<Vec<(&'static str, Value)>> {
+    prop_oneof![
+        3 => Just(Vec::new()),
+        1 => (ratio(), 1u64..=300, 0u64..=600).prop_map(|(rate, min, extra)| {
+            vec![("rate", rate), ("ticks_min", int(min)), ("ticks_max", int(min + extra))]
+        }),
+    ]
+    .boxed()
+}
+
+/// `[leases]`: a lease's length, sometimes shorter than a delivery.
+fn leases() -> BoxedStrategy<Vec<(&'static str, Value)>> {
+    prop_oneof![
+        3 => Just(Vec::new()),
+        1 => number(1..=300, 301..=5_000).prop_map(|ticks| vec![("ticks", ticks)]),
+    ]
+    .boxed()
 }
 
 /// Scripted kills and power cuts: the tick in thousandths of the fault
@@ -345,7 +374,16 @@ fn ticks_fault(draft: &Draft) -> u64 {
 
 /// A scenario file over the whole format.
 pub fn case() -> impl Strategy<Value = Case> {
-    let tables = (top(), run(), workload(), timing(), sqlite(), power(), faults());
+    let tables = (
+        top(),
+        run(),
+        workload(),
+        timing(),
+        sqlite(),
+        power(),
+        faults(),
+        leases(),
+    );
     let budgets = (
         edge(1..=5_000),
         edge(1..=200_000),
@@ -354,7 +392,7 @@ pub fn case() -> impl Strategy<Value = Case> {
     );
     let mischief = prop_oneof![4 => Just(None), 1 => (any::<prop::sample::Index>(), poison()).prop_map(Some)];
     (tables, script(), budgets, any::<bool>(), mischief).prop_map(
-        |((top, run, workload, timing, sqlite, power, faults), script, budgets, full, mischief)| {
+        |((top, run, workload, timing, sqlite, power, faults, leases), script, budgets, full, mischief)| {
             let mut draft: Draft = faults;
             for (name, entries) in [
                 ("", top),
@@ -363,8 +401,11 @@ pub fn case() -> impl Strategy<Value = Case> {
                 ("timing", timing),
                 ("sqlite", sqlite),
                 ("power", power),
+                ("leases", leases),
             ] {
-                draft.insert(name, entries);
+                if !entries.is_empty() || !matches!(name, "leases") {
+                    draft.insert(name, entries);
+                }
             }
             let fault_phase = ticks_fault(&draft);
             let script: Vec<(u64, Option<String>)> = script
