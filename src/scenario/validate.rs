@@ -274,7 +274,17 @@ impl Scenario {
                     budget.workload
                 ),
             )
-            .near(&["run.ticks_fault", "workload.trips_count", "run.quiet_ticks_min"]));
+            .near(&[
+                "run.ticks_fault",
+                "workload.trips_count",
+                "run.quiet_ticks_min",
+                "workload.workers_count",
+                "workload.writers_count",
+                "timing.step_ticks_max",
+                "timing.latency_ticks_max",
+                "timing.busy_backoff_ticks_max",
+                "timing.reply_timeout_ticks",
+            ]));
         }
         let steps_needed = budget.steps_needed(run.ticks_fault);
         if run.steps_max < steps_needed {
@@ -293,7 +303,13 @@ impl Scenario {
                     budget.workload
                 ),
             )
-            .near(&["run.ticks_fault", "workload.writers_count", "run.ticks_max"]));
+            .near(&[
+                "run.ticks_fault",
+                "workload.writers_count",
+                "workload.workers_count",
+                "workload.receivers_count",
+                "run.ticks_max",
+            ]));
         }
         Ok(())
     }
