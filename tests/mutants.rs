@@ -8,23 +8,28 @@ use crashsim::detect::{Settings, Subject, measure};
 use crashsim::mutants::MUTANTS;
 use crashsim::runner::Options;
 
-#[test]
-fn every_mutant_is_caught_and_the_reference_is_clean() {
-    let dir = work_dir();
-    let scenarios = vec![load("tests/fixtures/detect.toml")];
-    let settings = Settings {
+/// The detection table at CI size: 3 ranges of up to 30 seeds, one job.
+fn settings(work_dir: &std::path::Path, reference_seeds: u64) -> Settings {
+    Settings {
         seeds_max: 30,
         ranges: 3,
-        reference_seeds: 30,
+        reference_seeds,
         jobs: 1,
         options: Options {
-            work_dir: dir.path().to_path_buf(),
+            work_dir: work_dir.to_path_buf(),
             keep_failed: false,
             keep_traces: false,
             sut: Default::default(),
             check_determinism: false,
         },
-    };
+    }
+}
+
+#[test]
+fn every_mutant_is_caught_and_the_reference_is_clean() {
+    let dir = work_dir();
+    let scenarios = vec![load("tests/fixtures/detect.toml")];
+    let settings = settings(dir.path(), 30);
     // Mistake 11 needs leases: it has its own test below.
     let lease_free: Vec<_> = MUTANTS.iter().filter(|mutant| mutant.mistake != 11).collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
@@ -47,19 +52,7 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
 fn leases_without_fencing_are_caught_and_the_reference_with_fencing_is_clean() {
     let dir = work_dir();
     let scenarios = vec![load("scenarios/leases.toml")];
-    let settings = Settings {
-        seeds_max: 30,
-        ranges: 3,
-        reference_seeds: 10,
-        jobs: 1,
-        options: Options {
-            work_dir: dir.path().to_path_buf(),
-            keep_failed: false,
-            keep_traces: false,
-            sut: Default::default(),
-            check_determinism: false,
-        },
-    };
+    let settings = settings(dir.path(), 10);
     let mutant = MUTANTS.iter().find(|mutant| mutant.mistake == 11).expect("mistake 11");
     let rows = measure(&scenarios, &[Subject::Mutant(mutant)], &settings, &|_, _| {}).unwrap();
     let (reference, row) = (&rows[1], &rows[0]);

@@ -129,14 +129,7 @@ fn group_commit_refuses_leases() {
     let mut loaded = load("scenarios/leases.toml");
     loaded.scenario.store = "group_commit".to_string();
     let dir = work_dir();
-    let options = Options {
-        work_dir: dir.path().to_path_buf(),
-        keep_failed: false,
-        keep_traces: false,
-        sut: Default::default(),
-        check_determinism: false,
-    };
-    let error = crashsim::runner::run_seed(&loaded, 0, &options).unwrap_err();
+    let error = crashsim::runner::run_seed(&loaded, 0, &common::options(dir.path())).unwrap_err();
     assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
     let message = error.to_string();
     assert!(
