@@ -164,7 +164,12 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             println!("interrupted: not started: {}", skipped.join(", "));
         }
     } else {
-        println!("{}", serde_json::to_string(&total).expect("summaries serialise"));
+        // A reader that stopped early (`| head`) closed the pipe: nothing to tell it.
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string(&total).expect("summaries serialise")
+        );
     }
     Ok(exit)
 }
