@@ -73,21 +73,6 @@ pub fn requested() -> Option<Signal> {
     Signal::from_number(REQUESTED.load(Ordering::SeqCst))
 }
 
-/// Raises the flag as the first signal would, without the signal or its
-/// message. **Process-wide**: every run in the process sees it. Use it only
-/// in a test binary (or a child process) whose tests all expect it, never in
-/// library unit tests that run beside the runner's.
-#[doc(hidden)]
-pub fn request_for_test(signal: Signal) {
-    REQUESTED.store(signal.number(), Ordering::SeqCst);
-}
-
-/// Lowers the flag again (see [`request_for_test`]).
-#[doc(hidden)]
-pub fn reset_for_test() {
-    REQUESTED.store(0, Ordering::SeqCst);
-}
-
 /// Whether [`install`] succeeded once already.
 static INSTALLED: Mutex<bool> = Mutex::new(false);
 

@@ -73,16 +73,6 @@ pub struct Sweep {
     pub not_run: Vec<u64>,
 }
 
-impl Sweep {
-    pub fn results(&self) -> impl Iterator<Item = &SeedResult> {
-        self.ended.iter().filter_map(|(_, ended)| ended.as_ref().ok())
-    }
-
-    pub fn errors(&self) -> impl Iterator<Item = &RunError> {
-        self.ended.iter().filter_map(|(_, ended)| ended.as_ref().err())
-    }
-}
-
 /// Runs every seed of `seeds` on `jobs` threads until an error that stops
 /// the run (`RunError::stops_run`) or `super::abandon`. `on_ended` is
 /// called on the calling thread in seed order, for each seed as soon as it
