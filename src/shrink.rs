@@ -376,6 +376,20 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
         Fault::PowerCut { point } => {
             out.extend(earlier(point).into_iter().map(|point| Fault::PowerCut { point }));
         }
+        Fault::Refuse { to, request } => {
+            out.extend(
+                earlier(request)
+                    .into_iter()
+                    .map(|request| Fault::Refuse { to, request }),
+            );
+        }
+        Fault::ReplyRetryable { from, send } => {
+            out.extend(
+                earlier(send)
+                    .into_iter()
+                    .map(|send| Fault::ReplyRetryable { from, send }),
+            );
+        }
         Fault::Pause { actor, step, ticks } => {
             out.extend(
                 earlier(step)

@@ -44,6 +44,8 @@ fn config(dir: &Path, journal_mode: JournalMode) -> SystemConfig {
         seed: 7,
         clock: Clock::default(),
         leases: false,
+        retries: false,
+        dedup_retention: false,
     }
 }
 

@@ -39,6 +39,8 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Probe { .. } => "probe",
                 Fault::PowerCut { .. } => "power cut",
                 Fault::Pause { .. } => "pause",
+                Fault::Refuse { .. } => "refuse",
+                Fault::ReplyRetryable { .. } => "reply retryable",
             })
             .collect();
         if path.ends_with("leases.toml") {

@@ -4,6 +4,10 @@
 //! Handling a request takes several steps (`begin`, `lookup`, `apply`,
 //! `commit`), so two receivers (or two deliveries of one command) really
 //! contend for the same key. The reply is sent only after the commit.
+//!
+//! With a de-dup retention (`[receivers] dedup_retention_ticks`), before it
+//! takes up a request the receiver purges the records older than the
+//! retention (`Receiver::purge_dedup`), at most every `purge_every` ticks.
 
 use std::collections::VecDeque;
 
@@ -18,6 +22,8 @@ pub struct ReceiverActor {
     receiver: Box<dyn Receiver>,
     inbox: VecDeque<(Request, Address)>,
     current: Option<Handling>,
+    /// With a retention: the tick of this life's last purge.
+    purged_at: Option<u64>,
 }
 
 struct Handling {
@@ -45,6 +51,7 @@ impl ReceiverActor {
             receiver,
             inbox: VecDeque::new(),
             current: None,
+            purged_at: None,
         }
     }
 
@@ -63,6 +70,26 @@ impl ReceiverActor {
     }
 
     pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        if self.current.is_none()
+            && !self.inbox.is_empty()
+            && let Some(retention) = ctx.world.dedup_retention_ticks
+            && self
+                .purged_at
+                .is_none_or(|at| ctx.now >= at + purge_every(retention, ctx))
+        {
+            let purged = retry_or_crash(ctx, "purge_dedup", self.receiver.purge_dedup(ctx.now, retention));
+            return match purged {
+                Ok(removed) => {
+                    self.purged_at = Some(ctx.now);
+                    ctx.record(Op::DedupPurged {
+                        before: ctx.now.saturating_sub(retention),
+                        removed,
+                    });
+                    Next::Continue
+                }
+                Err(next) => next,
+            };
+        }
         if self.current.is_none() {
             let Some((request, reply_to)) = self.inbox.pop_front() else {
                 return Next::Wait { deadline: None };
@@ -94,6 +121,12 @@ impl ReceiverActor {
             Err(next) => next,
         }
     }
+}
+
+/// How often a receiver purges: every 1/64 of the retention, and at least
+/// once per poll interval (so purges come round while retries are pending).
+fn purge_every(retention: u64, ctx: &Ctx<'_>) -> u64 {
+    (retention / 64).min(ctx.world.timing.poll_ticks).max(1)
 }
 
 /// Runs the current stage; `Ok(Some(outcome))` when the request is answered.
@@ -161,6 +194,8 @@ fn handle_call(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, request: &Request
         Outcome::Applied { .. } => Lookup::New,
         Outcome::Duplicate { result } => Lookup::Seen { result: result.clone() },
         Outcome::Conflict => Lookup::Conflict,
+        // A receiver of `call` granularity that sheds load: it looked nothing up.
+        Outcome::Retryable { .. } => return Ok(handled.outcome),
     };
     ctx.record(Op::Lookup {
         key: request.key.clone(),

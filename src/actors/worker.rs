@@ -14,6 +14,12 @@
 //! (`Store::mark_done_leased`), which the store rejects if the row was
 //! claimed again meanwhile (the worker paused, or its reply came late): a
 //! late acknowledgement is recorded as rejected and the worker moves on.
+//!
+//! With retry timers (`[retries]`), a retryable answer is not resent at
+//! once: the worker stores the row's next attempt in the database and moves
+//! on (`retry.rs`); any worker takes the row up again once it is due.
+
+mod retry;
 
 use std::collections::VecDeque;
 
@@ -65,6 +71,10 @@ enum Stage {
     },
     MarkDone {
         result: String,
+    },
+    /// The delivery failed retryably: store its timer (`retry.rs`).
+    Schedule {
+        error: String,
     },
 }
 
@@ -277,6 +287,7 @@ fn deliver_step(
                     };
                     (Next::Continue, false)
                 }
+                None if matches!(outcome, Outcome::Retryable { .. }) => retry::on_retryable(ctx, delivery, outcome),
                 None => {
                     // A conflict on our own key means someone else used it for
                     // another operation: never mark done on that. The row stays
@@ -293,6 +304,10 @@ fn deliver_step(
             Ok(next) => (next, true),
             Err(next) => (next, false),
         },
+        Stage::Schedule { error } => {
+            let error = error.clone();
+            retry::schedule(ctx, store, delivery, &error)
+        }
     }
 }
 

@@ -194,6 +194,13 @@ impl Implementation for Adapter {
     fn leases(&self) -> bool {
         self.launch.served.store.is_none() || self.identity.can(protocol::LEASES)
     }
+
+    /// Retry timers need the store role: crashsim's reference serves them,
+    /// an adapter's store only with the `retries` capability (which the
+    /// protocol does not define yet, so no adapter store has it).
+    fn retries(&self) -> bool {
+        self.launch.served.store.is_none() || self.identity.can(protocol::RETRIES)
+    }
 }
 
 /// The files `dir/store.db` and `dir/receiver.db` with a scenario's default
@@ -210,6 +217,8 @@ pub fn default_config(dir: &Path) -> SystemConfig {
         seed: 0,
         clock: crate::store::Clock::default(),
         leases: false,
+        retries: false,
+        dedup_retention: false,
     }
 }
 

@@ -16,6 +16,11 @@ pub const VERSION: u32 = 1;
 /// The capability an adapter declares (`capabilities` in its handshake)
 /// when its store serves leases: the ops `claim` and `mark_done_leased`.
 pub const LEASES: &str = "leases";
+/// The capability a store declares when it serves retry timers and the dead
+/// letter (`[retries]`). Not in the protocol yet: no op carries it, so a
+/// scenario with `[retries]` refuses every adapter store that does not
+/// declare it, naming it.
+pub const RETRIES: &str = "retries";
 
 /// Why a process was started (the hello's `purpose`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

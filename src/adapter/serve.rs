@@ -113,6 +113,8 @@ impl Server<'_> {
                     seed: hello.seed,
                     clock: crate::store::Clock::default(),
                     leases: hello.leases,
+                    retries: false,
+                    dedup_retention: false,
                 };
                 self.config = Some((config, hello.actor, hello.incarnation));
                 let identity = Identity {

@@ -3,7 +3,8 @@
 //! I5: every committed event has exactly the commands the reference `decide`
 //! emits for it, stored under their derived ids, and every outbox row has
 //! its event. I1: every such command is in the outbox and, once the run has
-//! settled, is marked done with the result of an effect that really happened.
+//! settled, is marked done with the result of an effect that really happened,
+//! unless it was dead-lettered (manual handling, `retries.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -97,10 +98,14 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             effects.entry(history.command_of(&effect.key)).or_default().push(effect);
         }
         // Rows without their event are I5's; I1 is about commands of committed events.
+        // A dead-lettered row waits for a person: neither done nor performed
+        // is demanded of it (`retries.rs` judges the dead letter).
+        let dead = snapshot.dead_lettered();
         let owned = snapshot
             .outbox
             .iter()
-            .filter(|row| stored.contains(&(row.workflow_id.as_str(), row.event_seq)));
+            .filter(|row| stored.contains(&(row.workflow_id.as_str(), row.event_seq)))
+            .filter(|row| !dead.contains_key(row.command_id.as_str()));
         for row in owned {
             let id = row.command_id.as_str();
             let performed = effects.get(id).map(Vec::as_slice).unwrap_or_default();

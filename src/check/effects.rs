@@ -105,7 +105,8 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
 
     for (tick, key, outcome) in &history.probe_replies {
         let answered = match outcome {
-            Outcome::Conflict => continue,
+            // Probes are never refused nor replaced; a retryable answer performed nothing.
+            Outcome::Conflict | Outcome::Retryable { .. } => continue,
             Outcome::Applied { .. } => "applied as a new operation",
             Outcome::Duplicate { .. } => "answered with the first result",
         };

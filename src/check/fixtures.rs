@@ -22,6 +22,8 @@ pub struct Fixture {
     pub events: Vec<TraceEvent>,
     pub trips: Vec<TripRequest>,
     pub settled: bool,
+    /// The run's `[retries] max_attempts`, if it had timers.
+    pub max_attempts: Option<u32>,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -137,6 +139,7 @@ pub fn clean() -> Fixture {
         events,
         trips,
         settled: true,
+        max_attempts: None,
     }
 }
 
@@ -154,6 +157,7 @@ impl Fixture {
             recoveries: &[],
             artifacts: &[],
             durable: super::Durable::default(),
+            max_attempts: self.max_attempts,
         })
     }
 

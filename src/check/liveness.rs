@@ -40,9 +40,14 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
         return violations;
     }
     let by_workflow = snapshot.events_by_workflow();
+    // A workflow waiting on a dead-lettered command is settled: a person
+    // handles it (retry timers).
+    let dead = snapshot.dead_lettered();
+    let manual: std::collections::BTreeSet<&str> = dead.values().map(|timer| timer.workflow_id.as_str()).collect();
     let unfinished: Vec<String> = input
         .trips
         .iter()
+        .filter(|trip| !manual.contains(trip.trip_id.as_str()))
         .filter_map(|trip| {
             let events = by_workflow
                 .get(trip.trip_id.as_str())
@@ -58,7 +63,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     let pending: Vec<String> = snapshot
         .outbox
         .iter()
-        .filter(|row| !row.done)
+        .filter(|row| !row.done && !dead.contains_key(row.command_id.as_str()))
         .map(|row| row.command_id.clone())
         .collect();
     let (tick, steps) = input.ended;

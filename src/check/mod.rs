@@ -9,6 +9,7 @@
 //! | file          | invariants |
 //! |---------------|------------|
 //! | commands.rs   | I1 no lost command, I5 atomic append |
+//! | retries.rs    | I1 for retry timers: a dead letter is never done, is visible with its attempts, no early retry |
 //! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface |
 //! | sequence.rs   | I3 stale writers rejected |
 //! | replay.rs     | I6 replay is pure |
@@ -32,6 +33,7 @@ mod history;
 mod leases;
 mod liveness;
 mod replay;
+mod retries;
 mod sequence;
 mod settings;
 /// The canonical dump the checkers read (it lives with the store, which produces it).
@@ -194,6 +196,8 @@ pub struct Input<'a> {
     /// Files the implementation kept about the run (an outside store's
     /// stderr, quoted by A1).
     pub artifacts: &'a [crate::store::Artifact],
+    /// With `[retries]`: the attempts after which a command is dead-lettered.
+    pub max_attempts: Option<u32>,
 }
 
 /// Which databases' settings promise durability across power loss.
@@ -238,6 +242,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     history.lost = durability::lost_commits(input, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
+    violations.extend(retries::check(input));
     violations.extend(effects::check(input, &history));
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));

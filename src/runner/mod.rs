@@ -165,6 +165,24 @@ pub fn run_seed_on(
             loaded.label()
         )));
     }
+    if loaded.scenario.retries.is_some() && !implementation.retries() {
+        let missing = match implementation.in_process() {
+            true => format!(
+                "{} does not implement retry timers (Store::schedule_retry and Store::timers)",
+                implementation.name()
+            ),
+            false => format!(
+                "the adapter `{}` ({}) does not declare the `retries` capability in its handshake \
+                 (retry timers and the dead letter are not in the adapter protocol yet)",
+                implementation.description(),
+                implementation.name()
+            ),
+        };
+        return Err(RunError::Unsupported(format!(
+            "{missing}: scenario {} has [retries]",
+            loaded.label()
+        )));
+    }
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))
         .tempdir_in(&options.work_dir)
@@ -207,6 +225,7 @@ pub fn run_seed_on(
             store: loaded.scenario.sqlite.store_settings().synchronous.level(),
             receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
         },
+        max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
     });
     if let Some(reason) = output.inconclusive {
         // Liveness cannot be judged: what is left is safety, and a run

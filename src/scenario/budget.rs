@@ -16,6 +16,10 @@
 //!   backs off (up to `B` plus as much jitter), a dead actor restarts (1
 //!   tick into the quiet phase) and opens its connection, and a settle check
 //!   sees the result. `run.quiet_ticks_min` may raise it, never lower it.
+//! - With `[retries]`, `Q` also holds a poisoned command's whole chain,
+//!   `max_attempts × (cap + cap/2 + P + T + RT)`: a timer set at the fault
+//!   phase's end, and every attempt of a command that fails every time,
+//!   until it is dead-lettered.
 //! - Workload `W`: see `workload_ticks`.
 //! - Steps: an actor has one wake-up at a time, each at least a tick later,
 //!   so a run of `t` ticks takes at most `A·(t + 1)` steps.
@@ -48,7 +52,20 @@ impl Budget {
         // only when its lease expires: the quiet phase waits for both.
         let pause = scenario.faults.pause.map_or(0, |pause| pause.ticks_max);
         let lease = scenario.leases.map_or(0, |leases| leases.ticks);
-        budget.quiet_floor = sum(&[budget.quiet_floor, pause, lease]);
+        // A timer set at the fault phase's end waits its longest delay, and
+        // a poisoned command first tried then fails all its attempts before
+        // it is dead-lettered (settled): each one a timer, a poll, a reply
+        // timeout and a round trip.
+        let retries = scenario.retries.map_or(0, |retries| {
+            let attempt = sum(&[
+                retries.longest_delay(),
+                scenario.timing.poll_ticks,
+                scenario.timing.reply_timeout_ticks,
+                budget.round_trip,
+            ]);
+            u64::from(retries.max_attempts).saturating_mul(attempt)
+        });
+        budget.quiet_floor = sum(&[budget.quiet_floor, pause, lease, retries]);
         budget.quiet = scenario
             .run
             .quiet_ticks_min

@@ -13,6 +13,7 @@ mod error;
 mod leases;
 mod loaded;
 mod locate;
+mod retries;
 mod validate;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
+pub use retries::{Horizon, Receivers, Retries, horizon};
 pub use validate::Rejection;
 
 use crate::ratio::Ratio;
@@ -53,6 +55,13 @@ pub struct Scenario {
     /// Workers claim rows with leases and fencing tokens (off unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leases: Option<Leases>,
+    /// Retryable failures are retried by durable timers with backoff, then
+    /// dead-lettered (off unless written; `retries.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retries: Option<Retries>,
+    /// The receivers' de-duplication retention (kept forever unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receivers: Option<Receivers>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -201,6 +210,15 @@ pub struct WorkerFaults {
 pub struct ReceiverFaults {
     pub before_effect_commit: Ratio,
     pub after_effect_commit: Ratio,
+    /// Chance that a receiver answers a request with a retryable error
+    /// before doing anything (fault phase only). Needs `[retries]`.
+    #[serde(skip_serializing_if = "zero")]
+    pub retryable: Ratio,
+    /// Share of commands a receiver refuses retryably every time (decided
+    /// per idempotency key from the seed, in every phase): they exhaust
+    /// their attempts and are dead-lettered. Needs `[retries]`.
+    #[serde(skip_serializing_if = "zero")]
+    pub poison: Ratio,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -210,6 +228,15 @@ pub struct NetFaults {
     pub drop: Ratio,
     /// Chance that a message arrives twice.
     pub duplicate: Ratio,
+    /// Chance that a receiver's confirmed reply (the effect committed) is
+    /// replaced on the way by a retryable error (fault phase only): the
+    /// retry must find the de-dup record. Needs `[retries]`.
+    #[serde(skip_serializing_if = "zero")]
+    pub retryable: Ratio,
+}
+
+fn zero(ratio: &Ratio) -> bool {
+    ratio.is_zero()
 }
 
 /// A fault at a fixed tick: a kill or a power cut.
@@ -240,6 +267,8 @@ impl Default for Scenario {
             power: Power::default(),
             script: Vec::new(),
             leases: None,
+            retries: None,
+            receivers: None,
         }
     }
 }
@@ -340,7 +369,10 @@ impl Faults {
     /// The plan as configured, before any swarm draw (without power loss,
     /// which the scenario's `[power]` adds).
     pub fn plan(&self) -> FaultPlan {
-        FaultPlan::fixed(self.kill_rates(), self.net.drop, self.net.duplicate, self.key_conflict)
+        let mut plan = FaultPlan::fixed(self.kill_rates(), self.net.drop, self.net.duplicate, self.key_conflict);
+        plan.receiver_retryable = self.receiver.retryable;
+        plan.net_retryable = self.net.retryable;
+        plan
     }
 
     /// The kill points this scenario declares: with swarm, any of them may be drawn.
@@ -388,6 +420,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
         scenario.run.steps_max = budget::derived_steps_max_of(&scenario);
     }
     scenario.validate_budget().map_err(invalid)?;
+    // A demonstration (a file under `demonstrations/`) shows what a short
+    // retention does, so it may break the rule it demonstrates.
+    let demonstration = path.components().any(|part| part.as_os_str() == "demonstrations");
+    if !demonstration {
+        scenario.validate_retention().map_err(invalid)?;
+    }
     Ok(scenario)
 }
 

@@ -22,7 +22,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(key: &str, message: String) -> Rejection {
+    pub(super) fn new(key: &str, message: String) -> Rejection {
         Rejection {
             key: key.to_string(),
             message,
@@ -30,7 +30,7 @@ impl Rejection {
         }
     }
 
-    fn near(mut self, related: &[&'static str]) -> Rejection {
+    pub(super) fn near(mut self, related: &[&'static str]) -> Rejection {
         self.related = related.to_vec();
         self
     }
@@ -52,7 +52,8 @@ impl Scenario {
     /// Every rule, shape first: `Err` names the key to change.
     pub fn validate(&self) -> Result<(), Rejection> {
         self.validate_shape()?;
-        self.validate_budget()
+        self.validate_budget()?;
+        self.validate_retention()
     }
 
     /// Bounds of every number, and scripted faults that name real actors.
@@ -77,6 +78,7 @@ impl Scenario {
                 ),
             );
         }
+        self.validate_retries_shape()?;
         let workload = &self.workload;
         for (key, value, max) in [
             ("workload.trips_count", workload.trips_count, 100_000),

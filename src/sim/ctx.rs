@@ -36,6 +36,10 @@ pub struct World<'a> {
     pub pending_batch: usize,
     /// With leases: a lease's length in ticks (workers claim their rows).
     pub lease_ticks: Option<u64>,
+    /// With `[retries]`: how workers retry a retryable failure (a durable timer).
+    pub retries: Option<crate::store::RetryPolicy>,
+    /// With `[receivers] dedup_retention_ticks`: how long receivers keep de-dup records.
+    pub dedup_retention_ticks: Option<u64>,
 }
 
 /// The cities trips go to.
@@ -68,6 +72,8 @@ impl<'a> World<'a> {
             receivers_count: scenario.workload.receivers_count,
             pending_batch: scenario.workload.pending_batch as usize,
             lease_ticks: scenario.leases.map(|leases| leases.ticks),
+            retries: scenario.retries.map(|retries| retries.policy()),
+            dedup_retention_ticks: scenario.receivers.and_then(|receivers| receivers.dedup_retention_ticks),
         }
     }
 }

@@ -40,6 +40,15 @@
 //! acknowledgement must not count (I8). A paused writer keeps its write lock,
 //! and everyone else waits.
 //!
+//! Retryable failures (`[faults.receiver] retryable`, `[faults.net]
+//! retryable`, with `[retries]`). A receiver refuses a request before doing
+//! anything, or the network turns a confirmed reply (the effect committed)
+//! into a retryable error. The worker stores a durable timer and the command
+//! is delivered again after its backoff with the same key: the receiver's
+//! de-dup record folds it (I2), as long as it is kept past the retry horizon.
+//! A poisoned command (`poison`) is refused every time, in every phase, and
+//! ends in the dead letter, never done.
+//!
 //! Scripted faults (`[[script]]`) kill named actors or cut the power at fixed ticks.
 //!
 //! All faults stop when the quiet phase begins.
@@ -179,6 +188,12 @@ pub struct FaultPlan {
     /// Chance per actor step that the actor pauses (`[faults.pause]`).
     #[serde(skip_serializing_if = "zero")]
     pub pause: Ratio,
+    /// Chance that a receiver refuses a request retryably (`[faults.receiver] retryable`).
+    #[serde(skip_serializing_if = "zero")]
+    pub receiver_retryable: Ratio,
+    /// Chance that a confirmed reply becomes a retryable error (`[faults.net] retryable`).
+    #[serde(skip_serializing_if = "zero")]
+    pub net_retryable: Ratio,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
 }
@@ -193,6 +208,8 @@ impl FaultPlan {
             key_conflict,
             power_loss: Ratio::ZERO,
             pause: Ratio::ZERO,
+            receiver_retryable: Ratio::ZERO,
+            net_retryable: Ratio::ZERO,
             swarm: false,
         }
     }
@@ -238,6 +255,8 @@ impl FaultPlan {
             ("key_conflict", self.key_conflict),
             ("power.loss", self.power_loss),
             ("pause", self.pause),
+            ("receiver.retryable", self.receiver_retryable),
+            ("net.retryable", self.net_retryable),
         ] {
             if !rate.is_zero() {
                 parts.push(format!("{name}={rate}"));
@@ -300,6 +319,12 @@ pub enum Fault {
     /// Pause `actor` for `ticks` ticks at the `step`-th step (from 1, across
     /// its lives, counting the steps it was about to take in the fault phase).
     Pause { actor: ActorId, step: u64, ticks: u64 },
+    /// Receiver `to` refuses the `request`-th worker request (from 1, across
+    /// its lives) that reaches it with a retryable error.
+    Refuse { to: ActorId, request: u64 },
+    /// The `send`-th message `from` sends, a confirmed reply, arrives as a
+    /// retryable error.
+    ReplyRetryable { from: ActorId, send: u64 },
 }
 
 /// A fault that fired, and when.

@@ -19,12 +19,14 @@
 //!
 //! Files: this one (the loop and a step), `network.rs` (messages, probes),
 //! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling),
-//! `pause.rs` (actors paused with their state intact).
+//! `pause.rs` (actors paused with their state intact), `retryable.rs`
+//! (retryable failures, and settling with retry timers).
 
 mod ending;
 mod lifecycle;
 mod network;
 mod pause;
+mod retryable;
 
 use std::path::{Path, PathBuf};
 
@@ -204,6 +206,8 @@ pub struct Simulator<'a> {
     latency_prng: Prng,
     probe_prng: Prng,
     probe_target_prng: Prng,
+    /// Retryable failures (`[faults.receiver]`/`[faults.net] retryable`, poison).
+    retryable: retryable::RetryFaults,
     /// Messages the prober sent (it has no slot).
     prober_sent: u64,
     /// Confirmed replies delivered to workers, for probe occurrences.
@@ -252,6 +256,10 @@ impl<'a> Simulator<'a> {
             seed,
             clock: crate::store::Clock::default(),
             leases: scenario.leases.is_some(),
+            retries: scenario.retries.is_some(),
+            dedup_retention: scenario
+                .receivers
+                .is_some_and(|receivers| receivers.dedup_retention_ticks.is_some()),
         };
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
         let observer = system.open_observer().map_err(SimError::Setup)?;
@@ -314,6 +322,7 @@ impl<'a> Simulator<'a> {
             latency_prng: Prng::derive(seed, "net/latency"),
             probe_prng: Prng::derive(seed, "probe/chance"),
             probe_target_prng: Prng::derive(seed, "probe/target"),
+            retryable: retryable::RetryFaults::new(seed, scenario.faults.receiver.poison),
             prober_sent: 0,
             confirmed_replies: 0,
             requests: Default::default(),

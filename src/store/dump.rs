@@ -46,6 +46,11 @@ pub struct Snapshot {
     /// Ordered by effect id.
     pub effects: Vec<Effect>,
     pub dedup: Vec<Dedup>,
+    /// With retry timers: the retry state of every outbox row that failed
+    /// at least once (attempts, next due tick, dead letter, last error),
+    /// ordered like `outbox`. Empty in runs without `[retries]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timers: Vec<super::Timer>,
     /// `PRAGMA integrity_check` of each file: "ok" or what it found.
     pub store_integrity: String,
     pub receiver_integrity: String,
@@ -99,6 +104,15 @@ impl Snapshot {
         self.outbox.iter().map(|row| (row.command_id.as_str(), row)).collect()
     }
 
+    /// The dead-lettered rows' retry states, by `command_id`.
+    pub fn dead_lettered(&self) -> BTreeMap<&str, &super::Timer> {
+        self.timers
+            .iter()
+            .filter(|timer| timer.dead_lettered_at.is_some())
+            .map(|timer| (timer.command_id.as_str(), timer))
+            .collect()
+    }
+
     pub fn read(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
         Snapshot::read_via(store_path, receiver_path, None)
     }
@@ -129,10 +143,15 @@ impl Snapshot {
             .prepare(&format!("SELECT {} FROM outbox ORDER BY rowid", super::outbox::COLUMNS))?
             .query_map([], super::outbox::row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        let timers = match super::timers::enabled(&store)? {
+            true => super::timers::timers(&store)?,
+            false => Vec::new(),
+        };
         let store_integrity = integrity(&store)?;
         Ok(Snapshot {
             events,
             outbox,
+            timers,
             store_integrity,
             ..Snapshot::default()
         })

@@ -24,8 +24,9 @@
 //! `receiver` (the reference `Receiver`), `service` (what the receiver's
 //! business effect computes), `dump` (the canonical state the checkers
 //! read), `clock` (simulated time as a store may read it), `lease`
-//! (claims with fencing tokens, an optional capability), `registry`
-//! (implementations by name).
+//! (claims with fencing tokens, an optional capability), `timers` (durable
+//! retry timers and the dead letter, an optional capability), `retention`
+//! (the receiver's de-dup retention), `registry` (implementations by name).
 
 pub mod clock;
 pub mod connection;
@@ -39,7 +40,9 @@ pub mod outbox;
 pub mod receiver;
 pub mod reference;
 pub mod registry;
+pub mod retention;
 pub mod service;
+pub mod timers;
 
 use std::path::PathBuf;
 
@@ -51,6 +54,7 @@ pub use dump::Snapshot;
 pub use engine::{Engine, ReferenceEngine};
 pub use error::StoreError;
 pub use lease::Leased;
+pub use timers::{Retried, RetryPolicy, Timer};
 
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 use crate::ratio::Ratio;
@@ -112,6 +116,36 @@ pub trait Store {
         Err(StoreError::Unsupported(
             "mark_done with a fencing token (leases)".to_string(),
         ))
+    }
+
+    /// Retry timers (an optional capability, see `timers` and
+    /// `Implementation::retries`): records that a delivery of `command_id`
+    /// failed with the retryable `error`, in one statement or transaction:
+    /// one more attempt, and the row due again at the run's `Clock` plus the
+    /// policy's delay for that attempt (with `jitter_permille` thousandths
+    /// of it added, 0..=500), or dead-lettered once `max_attempts` failed.
+    /// With a lease `token`, fenced like `mark_done_leased` (and the lease
+    /// released). `None` if nothing changed (done, dead-lettered, or the
+    /// lease passed on). With timers, `pending` and `claim` skip rows whose
+    /// timer is in the future and dead-lettered rows, and `mark_done` never
+    /// marks a dead-lettered row done. A store without timers answers `Unsupported`.
+    fn schedule_retry(
+        &mut self,
+        command_id: &str,
+        token: Option<u64>,
+        error: &str,
+        policy: &RetryPolicy,
+        jitter_permille: u64,
+    ) -> Result<Option<Retried>> {
+        let _ = (command_id, token, error, policy, jitter_permille);
+        Err(StoreError::Unsupported("schedule_retry (retries)".to_string()))
+    }
+
+    /// Retry timers: every row that failed at least once, oldest commit
+    /// first (the settle check reads it: a row waiting for its timer is not
+    /// settled, a dead-lettered one is). A store without timers answers `Unsupported`.
+    fn timers(&mut self) -> Result<Vec<Timer>> {
+        Err(StoreError::Unsupported("timers (retries)".to_string()))
     }
 
     /// The connection, for read-only probes of the settings in force
@@ -195,9 +229,19 @@ pub enum Lookup {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
-    Applied { result: String },
-    Duplicate { result: String },
+    Applied {
+        result: String,
+    },
+    Duplicate {
+        result: String,
+    },
     Conflict,
+    /// Not done now, try again later (a receiver that sheds load, a
+    /// gateway's error): says nothing about whether an earlier delivery was
+    /// applied. Retried by a durable timer (`Store::schedule_retry`).
+    Retryable {
+        error: String,
+    },
 }
 
 impl Outcome {
@@ -205,7 +249,7 @@ impl Outcome {
     pub fn result(&self) -> Option<&str> {
         match self {
             Outcome::Applied { result } | Outcome::Duplicate { result } => Some(result),
-            Outcome::Conflict => None,
+            Outcome::Conflict | Outcome::Retryable { .. } => None,
         }
     }
 }
@@ -245,6 +289,16 @@ pub trait Receiver {
     /// The `synchronous` level this connection runs with, if known.
     fn synchronous(&self) -> Option<u8> {
         synchronous_of(self.connection())
+    }
+
+    /// De-dup retention (`[receivers] dedup_retention_ticks`): deletes the
+    /// de-duplication records applied more than `retention_ticks` before
+    /// tick `now`, in one statement; returns how many. Called only in runs
+    /// with a retention, whose records carry their tick (`retention`). By
+    /// default a no-op: a receiver that keeps records forever.
+    fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
+        let _ = (now, retention_ticks);
+        Ok(0)
     }
 
     /// The whole request in one call (what a receiver of `call`
@@ -310,6 +364,12 @@ pub struct SystemConfig {
     /// Whether the run's workers claim rows with leases (`Store::claim`):
     /// a store that supports them prepares what they need at set-up.
     pub leases: bool,
+    /// Whether the run retries with durable timers (`Store::schedule_retry`):
+    /// a store that has them prepares what they need at set-up.
+    pub retries: bool,
+    /// Whether the run's receivers purge de-dup records by age
+    /// (`Receiver::purge_dedup`): they then stamp each record's tick.
+    pub dedup_retention: bool,
 }
 
 /// Whose connection is being opened: the actor (`writer-3`) and which of
@@ -404,6 +464,12 @@ pub trait Implementation: Send + Sync {
     /// `Store::mark_done_leased`). A scenario with `[leases]` refuses an
     /// implementation without them (no verdict); false by default.
     fn leases(&self) -> bool {
+        false
+    }
+    /// Whether its stores implement retry timers (`Store::schedule_retry`
+    /// and `Store::timers`). A scenario with `[retries]` refuses an
+    /// implementation without them (no verdict); false by default.
+    fn retries(&self) -> bool {
         false
     }
 }

@@ -10,12 +10,14 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::service::{core_digest, perform};
-use super::{Applied, Lookup, Receiver, Request, Result, SqliteSettings, connection};
+use super::{Applied, Clock, Lookup, Receiver, Request, Result, SqliteSettings, SystemConfig, connection, retention};
 use crate::ratio::Ratio;
 
 pub struct ReferenceReceiver {
     conn: Connection,
     hotel_failure: Ratio,
+    /// With a de-dup retention: the run's time, to stamp each record with.
+    retention: Option<Clock>,
 }
 
 impl ReferenceReceiver {
@@ -28,7 +30,20 @@ impl ReferenceReceiver {
 
     /// Wraps a connection opened elsewhere (it must already be configured).
     pub fn from_connection(conn: Connection, hotel_failure: Ratio) -> ReferenceReceiver {
-        ReferenceReceiver { conn, hotel_failure }
+        ReferenceReceiver {
+            conn,
+            hotel_failure,
+            retention: None,
+        }
+    }
+
+    /// The receiver of a run with a de-dup retention stamps each record
+    /// with the run's tick (`retention`), so that `purge_dedup` can age it.
+    pub fn with_retention(mut self, config: &SystemConfig) -> ReferenceReceiver {
+        if config.dedup_retention {
+            self.retention = Some(config.clock.clone());
+        }
+        self
     }
 
     pub fn create_schema(path: &Path, settings: &SqliteSettings) -> Result<()> {
@@ -99,7 +114,17 @@ impl Receiver for ReferenceReceiver {
             &core_digest(&request.kind, &request.payload),
             &applied,
         )?;
+        if let Some(clock) = &self.retention {
+            retention::stamp(&self.conn, &request.key, clock.now())?;
+        }
         Ok(applied)
+    }
+
+    fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
+        match self.retention {
+            Some(_) => retention::purge(&self.conn, now.saturating_sub(retention_ticks)),
+            None => Ok(0),
+        }
     }
 
     fn commit(&mut self) -> Result<()> {

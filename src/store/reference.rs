@@ -6,16 +6,19 @@ use rusqlite::Connection;
 
 use super::receiver::ReferenceReceiver;
 use super::{
-    Clock, Implementation, Leased, Receiver, Result, Snapshot, SqliteSettings, Store, System, SystemConfig, Who,
-    connection, events, lease, outbox,
+    Clock, Implementation, Leased, Receiver, Result, Retried, RetryPolicy, Snapshot, SqliteSettings, Store, System,
+    SystemConfig, Timer, Who, connection, events, lease, outbox, retention, timers,
 };
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 
 /// The event store and outbox over one connection.
 pub struct ReferenceStore {
     conn: Connection,
-    /// The run's time, for leases' expiry.
+    /// The run's time, for leases' expiry and retry timers.
     clock: Clock,
+    /// Whether the outbox has retry timers (`timers`): then pending rows
+    /// honour them. Known from the file itself, so every connection agrees.
+    timers: bool,
 }
 
 impl ReferenceStore {
@@ -26,9 +29,12 @@ impl ReferenceStore {
     /// A store over a connection opened by `connection::open` or `open_via`
     /// (which applied the settings), or elsewhere (a mutant's).
     pub fn from_connection(conn: Connection) -> ReferenceStore {
+        // A file without the columns (or one that cannot say) has no timers.
+        let timers = timers::enabled(&conn).unwrap_or(false);
         ReferenceStore {
             conn,
             clock: Clock::default(),
+            timers,
         }
     }
 
@@ -57,6 +63,9 @@ impl ReferenceStore {
         if config.leases {
             lease::enable(&conn)?;
         }
+        if config.retries {
+            timers::enable(&conn)?;
+        }
         Ok(())
     }
 
@@ -80,7 +89,10 @@ impl Store for ReferenceStore {
     }
 
     fn pending(&mut self, limit: usize) -> Result<Vec<OutboxRow>> {
-        outbox::pending(&self.conn, limit)
+        match self.timers {
+            true => timers::pending(&self.conn, self.clock.now(), limit),
+            false => outbox::pending(&self.conn, limit),
+        }
     }
 
     fn begin(&mut self) -> Result<()> {
@@ -111,15 +123,40 @@ impl Store for ReferenceStore {
     }
 
     fn mark_done(&mut self, command_id: &str, result: Option<&str>) -> Result<bool> {
-        outbox::mark_done(&self.conn, command_id, result)
+        match self.timers {
+            true => timers::mark_done(&self.conn, command_id, None, result),
+            false => outbox::mark_done(&self.conn, command_id, result),
+        }
     }
 
     fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> Result<Vec<Leased>> {
-        lease::claim(&self.conn, owner, self.clock.now(), lease_ticks, limit)
+        match self.timers {
+            true => timers::claim(&self.conn, owner, self.clock.now(), lease_ticks, limit),
+            false => lease::claim(&self.conn, owner, self.clock.now(), lease_ticks, limit),
+        }
     }
 
     fn mark_done_leased(&mut self, command_id: &str, token: u64, result: Option<&str>) -> Result<bool> {
-        lease::mark_done(&self.conn, command_id, token, result)
+        match self.timers {
+            true => timers::mark_done(&self.conn, command_id, Some(token), result),
+            false => lease::mark_done(&self.conn, command_id, token, result),
+        }
+    }
+
+    fn schedule_retry(
+        &mut self,
+        command_id: &str,
+        token: Option<u64>,
+        error: &str,
+        policy: &RetryPolicy,
+        jitter_permille: u64,
+    ) -> Result<Option<Retried>> {
+        let now = self.clock.now();
+        timers::schedule(&self.conn, command_id, token, now, error, policy, jitter_permille)
+    }
+
+    fn timers(&mut self) -> Result<Vec<Timer>> {
+        Ok(timers::timers(&self.conn)?)
     }
 
     fn connection(&self) -> Option<&Connection> {
@@ -136,6 +173,9 @@ impl ReferenceSystem {
     pub fn create(config: &SystemConfig) -> Result<ReferenceSystem> {
         ReferenceStore::create_schema_for(config)?;
         ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
+        if config.dedup_retention {
+            retention::enable(&connection::open(&config.receiver_path, &config.receiver_sqlite)?)?;
+        }
         Ok(ReferenceSystem { config: config.clone() })
     }
 
@@ -158,11 +198,12 @@ impl System for ReferenceSystem {
     }
 
     fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
-        Ok(Box::new(ReferenceReceiver::open(
+        let receiver = ReferenceReceiver::open(
             &self.config.receiver_path,
             &self.config.receiver_sqlite,
             self.config.hotel_failure,
-        )?))
+        )?;
+        Ok(Box::new(receiver.with_retention(&self.config)))
     }
 
     fn dump(&mut self) -> Result<Snapshot> {
@@ -187,6 +228,10 @@ impl Implementation for Reference {
     }
 
     fn leases(&self) -> bool {
+        true
+    }
+
+    fn retries(&self) -> bool {
         true
     }
 }

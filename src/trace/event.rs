@@ -252,4 +252,53 @@ pub enum Op {
         step: String,
         cause: String,
     },
+
+    // Retry timers and de-dup retention (`[retries]`, `[receivers]`).
+    /// A worker stored the timer of a delivery that failed retryably: the
+    /// command's `attempt`-th failure, due again at tick `next_at` (by the
+    /// clock the store read), `error` as the reply said.
+    RetryScheduled {
+        command_id: String,
+        attempt: u32,
+        next_at: u64,
+        error: String,
+        /// The fencing token the timer was stored under (leases only).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        token: Option<u64>,
+    },
+    /// A worker recorded the command's last allowed failure: it is
+    /// dead-lettered after `attempts` attempts, waiting for a person; never done.
+    DeadLettered {
+        command_id: String,
+        attempts: u32,
+        error: String,
+    },
+    /// A worker's retryable failure changed nothing: the row was done or
+    /// dead-lettered already, or (with a token) its lease passed on.
+    RetryUnchanged {
+        command_id: String,
+        error: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        token: Option<u64>,
+    },
+    /// A receiver refused a request with a retryable error before doing
+    /// anything: `poison` if it refuses this key every time.
+    Refuse {
+        key: String,
+        from: ActorId,
+        error: String,
+        poison: bool,
+    },
+    /// The network replaced a receiver's confirmed reply (the effect is
+    /// committed) with a retryable error on its way to the worker.
+    ReplyReplaced {
+        key: String,
+        to: ActorId,
+        error: String,
+    },
+    /// A receiver purged the de-dup records applied before tick `before`.
+    DedupPurged {
+        before: u64,
+        removed: u64,
+    },
 }

@@ -21,6 +21,7 @@ fn outcome(outcome: &Outcome) -> String {
         Outcome::Applied { result } => format!("applied {result}"),
         Outcome::Duplicate { result } => format!("duplicate {result}"),
         Outcome::Conflict => "CONFLICT".to_string(),
+        Outcome::Retryable { error } => format!("RETRYABLE ({error})"),
     }
 }
 
@@ -163,5 +164,45 @@ pub fn describe(op: &Op) -> String {
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
         Op::Died { step, cause } => format!("{step} STORE DIED: {cause}"),
+        Op::RetryScheduled {
+            command_id,
+            attempt,
+            next_at,
+            error,
+            token,
+        } => {
+            let token = token.map(|token| format!(" token={token}")).unwrap_or_default();
+            format!("retry timer {command_id}{token}: attempt {attempt} failed ({error}), due again at tick {next_at}")
+        }
+        Op::DeadLettered {
+            command_id,
+            attempts,
+            error,
+        } => {
+            format!("** DEAD LETTER {command_id} after {attempts} attempt(s) ({error}): manual handling, never done **")
+        }
+        Op::RetryUnchanged {
+            command_id,
+            error,
+            token,
+        } => {
+            let token = token.map(|token| format!(" token={token}")).unwrap_or_default();
+            format!("retry timer {command_id}{token} ({error}): unchanged (done, dead-lettered, or lease passed on)")
+        }
+        Op::Refuse {
+            key,
+            from,
+            error,
+            poison,
+        } => format!(
+            "REFUSE {key} from {from}: {error}{}",
+            if *poison { " [poisoned: every time]" } else { "" }
+        ),
+        Op::ReplyReplaced { key, to, error } => {
+            format!("reply {key} -> {to} replaced by the network: {error} (the effect is committed)")
+        }
+        Op::DedupPurged { before, removed } => {
+            format!("purged {removed} de-dup record(s) applied before tick {before}")
+        }
     }
 }

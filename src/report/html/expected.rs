@@ -340,6 +340,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             .map(|(tick, _, outcome)| {
                 let text = match outcome {
                     Outcome::Conflict => "rejected as a conflict".to_string(),
+                    Outcome::Retryable { error } => format!("refused, retryable ({})", Esc(error)),
                     Outcome::Applied { result } => format!("<span class=\"bad\">applied</span> ({})", Esc(result)),
                     Outcome::Duplicate { result } => {
                         format!(

@@ -8,7 +8,6 @@ use crate::sim::faults::{Fault, Injected};
 use crate::sim::power::{Power, Recovery};
 use crate::store::{Snapshot, StoreError, Who};
 use crate::trace::Op;
-use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
 
 impl Simulator<'_> {
     pub(super) fn boot(&mut self, slot: usize) -> Next {
@@ -296,10 +295,14 @@ impl Simulator<'_> {
                 return false;
             }
         };
-        let terminal = heads
-            .iter()
-            .filter(|head| head.kind == HOTEL_BOOKED || head.kind == HOTEL_FAILED)
-            .count();
-        terminal == self.world.trips.len()
+        match self.settled_by(&heads) {
+            Ok(settled) => settled,
+            Err(error) => {
+                if error.environment().is_some() {
+                    self.fatal = Some(Fatal::of("checking whether the run settled", &error));
+                }
+                false
+            }
+        }
     }
 }

@@ -45,6 +45,7 @@ impl Simulator<'_> {
             self.record(from, op);
             return;
         }
+        let message = self.replace_reply(from, to, send, message);
         let mut copies = 1;
         let duplicate = Fault::Duplicate { from, send };
         if faults_on
@@ -98,7 +99,7 @@ impl Simulator<'_> {
             return;
         }
         let slot = self.slot_of(to.actor).expect("messages go to actors");
-        let entry = &mut self.slots[slot];
+        let entry = &self.slots[slot];
         let alive = matches!(entry.life, Life::Up(_)) && to.incarnation.is_none_or(|life| life == entry.incarnation);
         if !alive {
             let op = Op::Lost {
@@ -109,10 +110,14 @@ impl Simulator<'_> {
             self.record(ActorId::SIM, op);
             return;
         }
+        if self.refuse(to.actor, &message) {
+            return;
+        }
         let probe = match &message {
             Message::Reply { key, outcome } if outcome.result().is_some() => Some(key.clone()),
             _ => None,
         };
+        let entry = &mut self.slots[slot];
         if let Life::Up(actor) = &mut entry.life {
             actor.deliver(message);
         }

@@ -1,0 +1,160 @@
+//! Retry timers and the dead letter, judged under I1 (no lost command): a
+//! command that failed retryably is neither lost nor done by accident. It
+//! is retried by a timer the store keeps, never before that timer is due,
+//! at most `max_attempts` times, and then handed to a person: visible in
+//! the dead letter with its attempts and last error, and never marked done.
+//!
+//! - A dead-lettered row is not done.
+//! - Every dead-lettered row has `attempts >= max_attempts` and its last
+//!   error; no row has more than `max_attempts` attempts.
+//! - Every command the trace dead-lettered is dead-lettered in the final
+//!   dump (unless a power cut may have taken the write back: I9's business).
+//! - No worker sends a command it read before the command's stored timer
+//!   was due (`next_at`, by the clock the store read): the store must not
+//!   hand out a row whose timer is in the future.
+//!
+//! Runs without `[retries]` have no timers and no such ops: nothing to judge.
+
+use std::collections::BTreeMap;
+
+use super::{Input, Invariant, Violation};
+use crate::actors::ActorId;
+use crate::trace::Op;
+
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let snapshot = input.snapshot;
+    let rows = snapshot.rows_by_id();
+    let dead = snapshot.dead_lettered();
+    for timer in &snapshot.timers {
+        let id = timer.command_id.as_str();
+        let done = timer.done || rows.get(id).is_some_and(|row| row.done);
+        if let Some(at) = timer.dead_lettered_at {
+            if done {
+                violations.push(
+                    Violation::new(
+                        Invariant::I1,
+                        format!("{id} is dead-lettered (tick {at}) and marked done: a dead letter waits for a person"),
+                    )
+                    .command(id)
+                    .ticks([at]),
+                );
+            }
+            if timer.last_error.is_none() {
+                violations.push(
+                    Violation::new(Invariant::I1, format!("{id} is dead-lettered without its last error"))
+                        .command(id)
+                        .ticks([at]),
+                );
+            }
+            if let Some(max) = input.max_attempts
+                && timer.attempts < max
+            {
+                violations.push(
+                    Violation::new(
+                        Invariant::I1,
+                        format!(
+                            "{id} is dead-lettered after {} attempt(s), before its {max} allowed",
+                            timer.attempts
+                        ),
+                    )
+                    .command(id)
+                    .ticks([at]),
+                );
+            }
+        }
+        if let Some(max) = input.max_attempts
+            && timer.attempts > max
+        {
+            violations.push(
+                Violation::new(
+                    Invariant::I1,
+                    format!(
+                        "{id} was attempted {} times, more than max_attempts {max}",
+                        timer.attempts
+                    ),
+                )
+                .command(id),
+            );
+        }
+    }
+
+    // The latest timer's due tick per command; the tick and due tick of
+    // each worker's latest read of a command, if it came early.
+    let mut timers: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut early: BTreeMap<(ActorId, &str), (u64, u64)> = BTreeMap::new();
+    for event in input.events {
+        match &event.op {
+            Op::RetryScheduled {
+                command_id, next_at, ..
+            } => {
+                timers.insert(command_id, *next_at);
+            }
+            Op::DeadLettered { command_id, .. } => {
+                // Visible at the end, unless a power cut took the write back.
+                if !dead.contains_key(command_id.as_str()) && input.recoveries.is_empty() {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I1,
+                            format!(
+                                "{command_id} was dead-lettered at tick {}, but the final dump does not show it",
+                                event.tick
+                            ),
+                        )
+                        .command(command_id)
+                        .ticks([event.tick]),
+                    );
+                }
+            }
+            Op::Pending { command_ids } => {
+                for command_id in command_ids {
+                    note_read(&timers, &mut early, event.actor, command_id, event.tick);
+                }
+            }
+            Op::Claim { claimed, .. } => {
+                for claim in claimed {
+                    note_read(&timers, &mut early, event.actor, &claim.command_id, event.tick);
+                }
+            }
+            Op::Send { command_id, .. } => {
+                if let Some((read, due)) = early.remove(&(event.actor, command_id.as_str()))
+                    && event.tick < due
+                {
+                    violations.push(
+                        Violation::new(
+                            Invariant::I1,
+                            format!(
+                                "{} sent {command_id} at tick {}, before its retry timer was due (tick {due}): \
+                                 the store handed it out at tick {read}",
+                                event.actor, event.tick
+                            ),
+                        )
+                        .command(command_id)
+                        .ticks([read, event.tick]),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// `actor` read `command_id` at `tick`: early if the command's latest timer
+/// is not due yet.
+fn note_read<'a>(
+    timers: &BTreeMap<&str, u64>,
+    early: &mut BTreeMap<(ActorId, &'a str), (u64, u64)>,
+    actor: ActorId,
+    command_id: &'a str,
+    tick: u64,
+) {
+    match timers.get(command_id) {
+        Some(due) if tick < *due => {
+            early.insert((actor, command_id), (tick, *due));
+        }
+        _ => {
+            early.remove(&(actor, command_id));
+        }
+    }
+}
