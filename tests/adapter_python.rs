@@ -116,6 +116,19 @@ fn a_lease_scenario_against_an_adapter_without_leases_is_refused() {
     assert!(stderr(&output).contains("`leases` capability"), "{}", stderr(&output));
 }
 
+/// Retry timers are not in the adapter protocol yet: a `[retries]`
+/// scenario stops before any seed is judged, naming the missing capability.
+#[test]
+fn a_retries_scenario_against_an_adapter_without_timers_is_refused() {
+    let Some(command) = example("") else { return };
+    let adapter = adapter(&command, Duration::from_secs(30));
+    let dir = work_dir();
+    let loaded = load("scenarios/retries.toml");
+    let error = run_seed(&loaded, 0, &options(dir.path(), &adapter)).unwrap_err();
+    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
+    assert!(error.to_string().contains("`retries` capability"), "{error}");
+}
+
 #[test]
 fn the_call_granularity_example_passes_and_says_what_it_cannot_reach() {
     let Some(command) = example("--granularity call") else {

@@ -30,8 +30,11 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
     let dir = work_dir();
     let scenarios = vec![load("tests/fixtures/detect.toml")];
     let settings = settings(dir.path(), 30);
-    // Mistake 11 needs leases: it has its own test below.
-    let lease_free: Vec<_> = MUTANTS.iter().filter(|mutant| mutant.mistake != 11).collect();
+    // Mistake 11 needs leases and 12 a de-dup retention: each has its own test below.
+    let lease_free: Vec<_> = MUTANTS
+        .iter()
+        .filter(|mutant| mutant.mistake != 11 && mutant.mistake != 12)
+        .collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
     assert_eq!(rows.len(), lease_free.len() + 1);
@@ -63,6 +66,23 @@ fn leases_without_fencing_are_caught_and_the_reference_with_fencing_is_clean() {
     assert!(median <= 5, "median {median}");
 }
 
+/// De-dup records purged before the retry horizon are caught by I2 in the
+/// shipped `retries.toml`, which the reference (retention above the horizon) passes.
+#[test]
+fn early_dedup_purge_is_caught_and_the_reference_with_retention_is_clean() {
+    let dir = work_dir();
+    let scenarios = vec![load("scenarios/retries.toml")];
+    let settings = settings(dir.path(), 10);
+    let mutant = MUTANTS.iter().find(|mutant| mutant.mistake == 12).expect("mistake 12");
+    let rows = measure(&scenarios, &[Subject::Mutant(mutant)], &settings, &|_, _| {}).unwrap();
+    let (reference, row) = (&rows[1], &rows[0]);
+    assert!(!reference.caught, "the reference failed: {reference:#?}");
+    assert!(row.caught, "{} escaped: {row:#?}", row.mutant);
+    assert!(row.invariants.contains(&crashsim::check::Invariant::I2), "{row:#?}");
+    let median = row.median_seeds_to_detection.expect("caught in most ranges");
+    assert!(median <= 5, "median {median}");
+}
+
 /// The invariant each mistake is meant to trip, so a checker that stops
 /// catching its own mistake (while another checker still flags the run)
 /// does not go unnoticed.
@@ -81,6 +101,7 @@ fn each_mutant_trips_its_own_invariant() {
         ("replay_dispatches", "I6"),
         ("pragmas_once", "I9"),
         ("unfenced_mark_done", "I8"),
+        ("early_dedup_purge", "I2"),
         ("sync_off", "I9"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
@@ -91,6 +112,8 @@ fn each_mutant_trips_its_own_invariant() {
         "tests/fixtures/detect.toml",
         "--scenario",
         "scenarios/leases.toml",
+        "--scenario",
+        "scenarios/retries.toml",
         "--seeds",
         "30",
         "--ranges",

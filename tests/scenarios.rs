@@ -12,7 +12,7 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 8] = [
+const SHIPPED: [&str; 9] = [
     "smoke",
     "contention",
     "crash_storm",
@@ -21,6 +21,7 @@ const SHIPPED: [&str; 8] = [
     "group_commit",
     "power_loss",
     "leases",
+    "retries",
 ];
 
 fn passes(name: &str) {
@@ -120,6 +121,27 @@ fn power_loss() {
 #[test]
 fn leases() {
     passes("leases");
+}
+
+#[test]
+fn retries() {
+    passes("retries");
+}
+
+/// The group-commit store has no retry timers: a `[retries]` scenario is
+/// refused with a message that says so, never judged.
+#[test]
+fn group_commit_refuses_retries() {
+    let mut loaded = load("scenarios/retries.toml");
+    loaded.scenario.store = "group_commit".to_string();
+    let dir = work_dir();
+    let error = crashsim::runner::run_seed(&loaded, 0, &common::options(dir.path())).unwrap_err();
+    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("group_commit") && message.contains("retry timers"),
+        "{message}"
+    );
 }
 
 /// The group-commit store has no leases: a lease scenario is refused with

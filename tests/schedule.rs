@@ -21,6 +21,8 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
         ("scenarios/smoke.toml", Some("no_dedup"), 0),
         ("scenarios/leases.toml", None, 1),
         ("scenarios/leases.toml", Some("unfenced_mark_done"), 0),
+        ("scenarios/retries.toml", None, 1),
+        ("scenarios/retries.toml", Some("early_dedup_purge"), 0),
     ];
     for (path, mutant, seed) in cases {
         let mut loaded = load(path);
@@ -45,6 +47,12 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
             .collect();
         if path.ends_with("leases.toml") {
             assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
+        }
+        if path.ends_with("retries.toml") {
+            assert!(
+                kinds.contains("refuse") && kinds.contains("reply retryable"),
+                "{path} seed {seed}: no retryable fault ({kinds:?})"
+            );
         }
         let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));
         let replayed = run_seed_with(&loaded, seed, &options(dir.path()), schedule).unwrap();

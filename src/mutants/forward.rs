@@ -76,6 +76,23 @@ macro_rules! forward_store {
             self.inner.mark_done_leased(command_id, token, result)
         }
     };
+    (@schedule_retry) => {
+        fn schedule_retry(
+            &mut self,
+            command_id: &str,
+            token: Option<u64>,
+            error: &str,
+            policy: &crate::store::RetryPolicy,
+            jitter_permille: u64,
+        ) -> crate::store::Result<Option<crate::store::Retried>> {
+            self.inner.schedule_retry(command_id, token, error, policy, jitter_permille)
+        }
+    };
+    (@timers) => {
+        fn timers(&mut self) -> crate::store::Result<Vec<crate::store::Timer>> {
+            self.inner.timers()
+        }
+    };
 }
 
 /// Forwards the named `Receiver` methods to `self.inner`.
@@ -109,6 +126,11 @@ macro_rules! forward_receiver {
     (@connection) => {
         fn connection(&self) -> Option<&rusqlite::Connection> {
             self.inner.connection()
+        }
+    };
+    (@purge_dedup) => {
+        fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> crate::store::Result<u64> {
+            self.inner.purge_dedup(now, retention_ticks)
         }
     };
 }

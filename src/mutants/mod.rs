@@ -23,10 +23,12 @@
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
 //! | `unfenced_mark_done` | 11 | `mark_done_leased` ignores the fencing token: a late acknowledgement counts |
+//! | `early_dedup_purge` | 12 | the receiver purges de-dup records at a hundredth of their retention |
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //!
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
-//! mistake 12 needs de-duplication retention and comes with it.
+//! mistake 12 only where receivers purge de-dup records and producers retry
+//! late (`scenarios/retries.toml`).
 
 mod engine;
 mod forward;
@@ -87,7 +89,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7.
-pub static MUTANTS: [Mutant; 13] = [
+pub static MUTANTS: [Mutant; 14] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -173,6 +175,13 @@ pub static MUTANTS: [Mutant; 13] = [
         ..BASE
     },
     Mutant {
+        name: "early_dedup_purge",
+        mistake: 12,
+        description: "de-dup records purged before producers stop retrying: a late retry applies twice",
+        receiver: |inner| Box::new(receiver::EarlyDedupPurge { inner }),
+        ..BASE
+    },
+    Mutant {
         name: "sync_off",
         mistake: 13,
         description: "store commits acknowledged as durable while running synchronous=OFF",
@@ -222,6 +231,10 @@ impl Implementation for Mutant {
     }
 
     fn leases(&self) -> bool {
+        true
+    }
+
+    fn retries(&self) -> bool {
         true
     }
 }
@@ -274,10 +287,8 @@ impl System for MutantSystem {
 
     fn open_receiver(&mut self, _who: &Who<'_>) -> Result<Box<dyn Receiver>> {
         let conn = self.open(&self.config.receiver_path, &self.config.receiver_sqlite, false)?;
-        Ok((self.receiver)(ReferenceReceiver::from_connection(
-            conn,
-            self.config.hotel_failure,
-        )))
+        let inner = ReferenceReceiver::from_connection(conn, self.config.hotel_failure).with_retention(&self.config);
+        Ok((self.receiver)(inner))
     }
 
     fn dump(&mut self) -> Result<Snapshot> {
@@ -301,10 +312,7 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=11).chain([13]).collect();
-        assert_eq!(
-            mistakes, covered,
-            "mistakes 1-11 and 13 are covered (12 needs de-duplication retention)"
-        );
+        let covered: std::collections::BTreeSet<u8> = (1..=13).collect();
+        assert_eq!(mistakes, covered, "mistakes 1-13 are covered");
     }
 }

@@ -1,4 +1,4 @@
-//! Mutants of the idempotent receiver (mistakes 7 and 8).
+//! Mutants of the idempotent receiver (mistakes 7, 8 and 12).
 
 use sha2::{Digest, Sha256};
 
@@ -20,7 +20,7 @@ fn body_key(request: &Request) -> String {
 }
 
 impl Receiver for BodyHashKey {
-    forward_receiver!(begin, commit, rollback, connection);
+    forward_receiver!(begin, commit, rollback, connection, purge_dedup);
 
     fn lookup(&mut self, request: &Request) -> Result<Lookup> {
         let (conn, _) = self.inner.parts();
@@ -49,7 +49,7 @@ pub struct NoDedup {
 }
 
 impl Receiver for NoDedup {
-    forward_receiver!(begin, commit, rollback, connection);
+    forward_receiver!(begin, commit, rollback, connection, purge_dedup);
 
     fn lookup(&mut self, _request: &Request) -> Result<Lookup> {
         Ok(Lookup::New)
@@ -69,7 +69,7 @@ pub struct DedupApart {
 }
 
 impl Receiver for DedupApart {
-    forward_receiver!(begin, lookup, commit, rollback, connection);
+    forward_receiver!(begin, lookup, commit, rollback, connection, purge_dedup);
 
     fn apply(&mut self, request: &Request) -> Result<Applied> {
         let (conn, hotel_failure) = self.inner.parts();
@@ -84,5 +84,24 @@ impl Receiver for DedupApart {
             &applied,
         )?;
         Ok(applied)
+    }
+}
+
+/// Mistake 12: de-duplication records purged before producers stop
+/// retrying. The receiver keeps its records for a hundredth of the
+/// configured retention (a TTL read in the wrong unit), far below the retry
+/// horizon: a retry that comes after its backoff, for a command whose reply
+/// was lost after the effect committed, finds no record and applies the
+/// command a second time (I2).
+pub struct EarlyDedupPurge {
+    pub inner: ReferenceReceiver,
+}
+
+impl Receiver for EarlyDedupPurge {
+    forward_receiver!(begin, lookup, apply, commit, rollback, connection);
+
+    fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
+        let (conn, _) = self.inner.parts();
+        crate::store::retention::purge(conn, now.saturating_sub(retention_ticks / 100))
     }
 }

@@ -23,7 +23,9 @@ impl Store for MaxSeqPlusOne {
         mark_done,
         connection,
         claim,
-        mark_done_leased
+        mark_done_leased,
+        schedule_retry,
+        timers
     );
 
     fn insert_event(&mut self, workflow_id: &str, _expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -53,7 +55,9 @@ impl Store for RenumberOnConflict {
         mark_done,
         connection,
         claim,
-        mark_done_leased
+        mark_done_leased,
+        schedule_retry,
+        timers
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -87,7 +91,9 @@ impl Store for SplitTransactions {
         mark_done,
         connection,
         claim,
-        mark_done_leased
+        mark_done_leased,
+        schedule_retry,
+        timers
     );
 
     fn insert_event(&mut self, workflow_id: &str, expected_seq: u64, kind: &str, payload: &str) -> Result<u64> {
@@ -120,7 +126,9 @@ impl Store for UnfencedMarkDone {
         rollback,
         mark_done,
         connection,
-        claim
+        claim,
+        schedule_retry,
+        timers
     );
 
     fn mark_done_leased(&mut self, command_id: &str, _token: u64, result: Option<&str>) -> Result<bool> {

@@ -66,7 +66,7 @@ macro_rules! builtin {
 }
 
 /// Every built-in scenario: the scenarios first, then the demonstrations.
-pub const BUILTINS: [Builtin; 9] = [
+pub const BUILTINS: [Builtin; 10] = [
     builtin!("smoke", Kind::Scenario),
     builtin!("contention", Kind::Scenario),
     builtin!("crash_storm", Kind::Scenario),
@@ -75,6 +75,7 @@ pub const BUILTINS: [Builtin; 9] = [
     builtin!("group_commit", Kind::Scenario),
     builtin!("power_loss", Kind::Scenario),
     builtin!("leases", Kind::Scenario),
+    builtin!("retries", Kind::Scenario),
     builtin!("demonstrations/ghost_effect", Kind::Demonstration),
 ];
 
