@@ -296,7 +296,9 @@ pub enum Op {
         to: ActorId,
         error: String,
     },
-    /// A receiver purged the de-dup records applied before tick `before`.
+    /// A receiver was asked to purge the de-dup records applied before tick
+    /// `before` (now minus the retention) and deleted `removed` records: a
+    /// correct receiver deletes none applied later.
     DedupPurged {
         before: u64,
         removed: u64,

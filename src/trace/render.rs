@@ -202,7 +202,7 @@ pub fn describe(op: &Op) -> String {
             format!("reply {key} -> {to} replaced by the network: {error} (the effect is committed)")
         }
         Op::DedupPurged { before, removed } => {
-            format!("purged {removed} de-dup record(s) applied before tick {before}")
+            format!("purge de-dup records applied before tick {before}: {removed} deleted")
         }
     }
 }
