@@ -244,7 +244,10 @@ mod tests {
         assert!(scenario.retries.is_none() && scenario.receivers.is_none());
         let text = toml::to_string(&scenario).unwrap();
         assert!(
-            !text.contains("retries") && !text.contains("receivers") && !text.contains("retryable"),
+            !text.contains("[retries]")
+                && !text.contains("[receivers]")
+                && !text.contains("retryable")
+                && !text.contains("poison"),
             "{text}"
         );
     }

@@ -169,6 +169,7 @@ fn hostile_result() -> SeedResult {
             result: r#"{"token":"</title><b>"}"#.into(),
         }],
         dedup: Vec::new(),
+        timers: Vec::new(),
         store_integrity: "ok".into(),
         receiver_integrity: "ok".into(),
         unreadable: None,
