@@ -90,21 +90,21 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             } => {
                 timers.insert(command_id, *next_at);
             }
-            Op::DeadLettered { command_id, .. } => {
-                // Visible at the end, unless a power cut took the write back.
-                if !dead.contains_key(command_id.as_str()) && input.recoveries.is_empty() {
-                    violations.push(
-                        Violation::new(
-                            Invariant::I1,
-                            format!(
-                                "{command_id} was dead-lettered at tick {}, but the final dump does not show it",
-                                event.tick
-                            ),
-                        )
-                        .command(command_id)
-                        .ticks([event.tick]),
-                    );
-                }
+            // Visible at the end, unless a power cut took the write back.
+            Op::DeadLettered { command_id, .. }
+                if !dead.contains_key(command_id.as_str()) && input.recoveries.is_empty() =>
+            {
+                violations.push(
+                    Violation::new(
+                        Invariant::I1,
+                        format!(
+                            "{command_id} was dead-lettered at tick {}, but the final dump does not show it",
+                            event.tick
+                        ),
+                    )
+                    .command(command_id)
+                    .ticks([event.tick]),
+                );
             }
             Op::Pending { command_ids } => {
                 for command_id in command_ids {
