@@ -11,6 +11,7 @@
 //! 2. simpler faults: each fault at the first occurrence of its kind (the
 //!    first reach of its kill point, the first message sent) and on the
 //!    actor with index 0 of its role, so that smaller runs still meet it;
+//!    a clock offset (a skew, a clock step) halved toward 0;
 //! 3. fewer workflows: `trips_count` of 1, 2, 4, … (smallest first), then n−1;
 //! 4. fewer actors: the same for writers, workers and receivers;
 //! 5. no scripted kills, a shorter fault phase, and (unless the target is
@@ -390,8 +391,26 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 });
             }
         }
+        // Offsets move toward 0 (dropping the fault makes one 0). Skews stay
+        // on their actor: each actor has one clock.
+        Fault::Skew { actor, offset } => {
+            out.extend(toward_zero(offset).map(|offset| Fault::Skew { actor, offset }));
+        }
+        Fault::ClockStep { actor, step, offset } => {
+            out.extend(
+                earlier(step)
+                    .into_iter()
+                    .map(|step| Fault::ClockStep { actor, step, offset }),
+            );
+            out.extend(toward_zero(offset).map(|offset| Fault::ClockStep { actor, step, offset }));
+        }
     }
     out
+}
+
+/// A smaller offset of the same sign (half of it), unless it is ±1 already.
+fn toward_zero(offset: i64) -> Option<i64> {
+    (offset / 2 != 0).then_some(offset / 2)
 }
 
 #[cfg(test)]

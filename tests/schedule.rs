@@ -39,10 +39,13 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Probe { .. } => "probe",
                 Fault::PowerCut { .. } => "power cut",
                 Fault::Pause { .. } => "pause",
+                Fault::Skew { .. } => "skew",
+                Fault::ClockStep { .. } => "clock step",
             })
             .collect();
         if path.ends_with("leases.toml") {
             assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
+            assert!(kinds.contains("skew"), "{path} seed {seed}: no skew ({kinds:?})");
         }
         let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));
         let replayed = run_seed_with(&loaded, seed, &options(dir.path()), schedule).unwrap();

@@ -22,6 +22,8 @@ pub struct Fixture {
     pub events: Vec<TraceEvent>,
     pub trips: Vec<TripRequest>,
     pub settled: bool,
+    /// The scenario's `leases.margin_ticks` (0 unless a test sets it).
+    pub lease_margin_ticks: u64,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -137,6 +139,7 @@ pub fn clean() -> Fixture {
         events,
         trips,
         settled: true,
+        lease_margin_ticks: 0,
     }
 }
 
@@ -154,6 +157,7 @@ impl Fixture {
             recoveries: &[],
             artifacts: &[],
             durable: super::Durable::default(),
+            lease_margin_ticks: self.lease_margin_ticks,
         })
     }
 

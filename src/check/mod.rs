@@ -194,6 +194,9 @@ pub struct Input<'a> {
     /// Files the implementation kept about the run (an outside store's
     /// stderr, quoted by A1).
     pub artifacts: &'a [crate::store::Artifact],
+    /// The scenario's `leases.margin_ticks` (0 without leases), for I8's
+    /// one-live-lease clause under clock skew (`leases.rs`).
+    pub lease_margin_ticks: u64,
 }
 
 /// Which databases' settings promise durability across power loss.

@@ -13,6 +13,7 @@ mod error;
 mod leases;
 mod loaded;
 mod locate;
+mod skew;
 mod validate;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
+pub use skew::SkewFaults;
 pub use validate::Rejection;
 
 use crate::ratio::Ratio;
@@ -177,6 +179,9 @@ pub struct Faults {
     /// Actors pause with their state intact (off unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause: Option<PauseFaults>,
+    /// Actors' clocks are skewed and step (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skew: Option<SkewFaults>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -36,6 +36,9 @@ pub struct World<'a> {
     pub pending_batch: usize,
     /// With leases: a lease's length in ticks (workers claim their rows).
     pub lease_ticks: Option<u64>,
+    /// With leases: a holder sends only while its clock reads before
+    /// `expires - lease_margin_ticks`.
+    pub lease_margin_ticks: u64,
 }
 
 /// The cities trips go to.
@@ -68,6 +71,7 @@ impl<'a> World<'a> {
             receivers_count: scenario.workload.receivers_count,
             pending_batch: scenario.workload.pending_batch as usize,
             lease_ticks: scenario.leases.map(|leases| leases.ticks),
+            lease_margin_ticks: scenario.leases.map_or(0, |leases| leases.margin_ticks),
         }
     }
 }
@@ -94,7 +98,11 @@ pub(crate) struct KillGate<'a> {
 
 /// One actor's view of the simulation during one step.
 pub struct Ctx<'a> {
+    /// The true tick: what the simulator schedules by (wake-ups, timeouts,
+    /// which a real program measures with a monotonic clock).
     pub now: u64,
+    /// The actor's own wall clock: `now` plus its skew (`clock()`).
+    pub(crate) clock: u64,
     pub me: ActorId,
     pub incarnation: u32,
     /// The actor's own decision stream.
@@ -131,6 +139,13 @@ impl Gate for KillGate<'_> {
 }
 
 impl Ctx<'_> {
+    /// The time the actor's own clock reads: the true tick plus its skew
+    /// (`[faults.skew]`; saturating at 0). What it must judge wall-clock
+    /// deadlines by, such as a lease's expiry, which another actor's clock set.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
     /// Records what the actor just did.
     pub fn record(&mut self, op: Op) {
         self.trace.record(self.now, self.me, op);

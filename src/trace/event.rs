@@ -252,4 +252,16 @@ pub enum Op {
         step: String,
         cause: String,
     },
+
+    // Clock faults, recorded by the simulator (`[faults.skew]`).
+    /// The actor's clock reads the true tick plus `offset` from the start.
+    Skew {
+        offset: i64,
+    },
+    /// The actor's clock stepped (an NTP correction) by `by` ticks, forward
+    /// or backward: it now reads the true tick plus `offset`.
+    ClockStep {
+        by: i64,
+        offset: i64,
+    },
 }
