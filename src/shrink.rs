@@ -11,6 +11,7 @@
 //! 2. simpler faults: each fault at the first occurrence of its kind (the
 //!    first reach of its kill point, the first message sent) and on the
 //!    actor with index 0 of its role, so that smaller runs still meet it;
+//!    a clock offset (a skew, a clock step) halved toward 0;
 //! 3. fewer workflows: `trips_count` of 1, 2, 4, … (smallest first), then n−1;
 //! 4. fewer actors: the same for writers, workers and receivers;
 //! 5. no scripted kills, a shorter fault phase, and (unless the target is
@@ -404,8 +405,26 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 });
             }
         }
+        // Offsets move toward 0 (dropping the fault makes one 0). Skews stay
+        // on their actor: each actor has one clock.
+        Fault::Skew { actor, offset } => {
+            out.extend(toward_zero(offset).map(|offset| Fault::Skew { actor, offset }));
+        }
+        Fault::ClockStep { actor, step, offset } => {
+            out.extend(
+                earlier(step)
+                    .into_iter()
+                    .map(|step| Fault::ClockStep { actor, step, offset }),
+            );
+            out.extend(toward_zero(offset).map(|offset| Fault::ClockStep { actor, step, offset }));
+        }
     }
     out
+}
+
+/// A smaller offset of the same sign (half of it), unless it is ±1 already.
+fn toward_zero(offset: i64) -> Option<i64> {
+    (offset / 2 != 0).then_some(offset / 2)
 }
 
 #[cfg(test)]
@@ -417,6 +436,31 @@ mod tests {
         assert_eq!(super::earlier(46), [1, 2, 3, 4, 23]);
         assert_eq!(super::earlier(3), [1, 2]);
         assert!(super::earlier(1).is_empty());
+    }
+
+    #[test]
+    fn clock_offsets_shrink_toward_zero_and_steps_come_earlier() {
+        use crate::actors::{ActorId, Role};
+        use crate::sim::faults::Fault;
+        let actor = ActorId::new(Role::Worker, 2);
+        assert_eq!(
+            super::simpler(&Fault::Skew { actor, offset: -9 }),
+            [Fault::Skew { actor, offset: -4 }]
+        );
+        assert!(super::simpler(&Fault::Skew { actor, offset: 1 }).is_empty());
+        let step = Fault::ClockStep {
+            actor,
+            step: 3,
+            offset: 6,
+        };
+        assert_eq!(
+            super::simpler(&step),
+            [
+                Fault::ClockStep { actor, step: 1, offset: 6 },
+                Fault::ClockStep { actor, step: 2, offset: 6 },
+                Fault::ClockStep { actor, step: 3, offset: 3 },
+            ]
+        );
     }
 
     #[test]

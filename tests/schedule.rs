@@ -43,10 +43,13 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Pause { .. } => "pause",
                 Fault::Refuse { .. } => "refuse",
                 Fault::ReplyRetryable { .. } => "reply retryable",
+                Fault::Skew { .. } => "skew",
+                Fault::ClockStep { .. } => "clock step",
             })
             .collect();
         if path.ends_with("leases.toml") {
             assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
+            assert!(kinds.contains("skew"), "{path} seed {seed}: no skew ({kinds:?})");
         }
         if path.ends_with("retries.toml") {
             assert!(
@@ -121,4 +124,65 @@ fn forcing_one_pause_fires_exactly_that_pause() {
     assert_eq!(paused.len(), 1);
     assert_eq!((paused[0].tick, paused[0].actor), (pause.tick, actor));
     assert_eq!(paused[0].op, crashsim::trace::Op::Pause { ticks });
+}
+
+/// SQLite's clock on a simulated connection is the actor's skewed clock:
+/// worker-0, forced a day behind (saturating at tick 0), stamps every row it
+/// marks done at the simulated epoch, while the others stamp the simulated
+/// time of day (never the machine's date).
+#[test]
+fn sqlite_reads_the_stepping_actors_skewed_clock() {
+    use crashsim::actors::{ActorId, Role};
+    use crashsim::sim::Simulator;
+    use crashsim::trace::Op;
+    let loaded = load("scenarios/leases.toml");
+    let implementation = crashsim::mutants::resolve("reference").unwrap();
+    let dir = work_dir();
+    let worker = ActorId::new(Role::Worker, 0);
+    let schedule = forced([Fault::Skew {
+        actor: worker,
+        offset: -86_400_000,
+    }]);
+    let output = Simulator::new(&loaded.scenario, implementation, 1, dir.path(), schedule)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert!(
+        output
+            .events
+            .iter()
+            .any(|event| event.op == Op::Skew { offset: -86_400_000 })
+    );
+    let conn = rusqlite::Connection::open(&output.store_path).unwrap();
+    let stamp = |command_id: &str| -> String {
+        conn.query_row(
+            "SELECT processed_at FROM outbox WHERE command_id = ?1",
+            [command_id],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    let (mut late, mut others) = (0, 0);
+    for event in &output.events {
+        if let Op::MarkDone {
+            command_id,
+            changed: true,
+            ..
+        } = &event.op
+        {
+            let stamp = stamp(command_id);
+            assert!(stamp.starts_with("2026-01-01 "), "{command_id}: {stamp}");
+            if event.actor == worker {
+                assert_eq!(stamp, "2026-01-01 00:00:00", "{command_id} marked by {worker}");
+                late += 1;
+            } else if event.tick >= 1_000 {
+                assert_ne!(stamp, "2026-01-01 00:00:00", "{command_id} at tick {}", event.tick);
+                others += 1;
+            }
+        }
+    }
+    assert!(
+        late > 0 && others > 0,
+        "worker-0 marked {late}, the others {others} after tick 1000"
+    );
 }

@@ -9,8 +9,8 @@
 //!
 //! With leases (`[leases]`), a worker claims its batch instead: each row
 //! for `ticks` ticks with a fencing token (`Store::claim`). It sends a row
-//! only while its lease is live by its own clock (else it leaves the row to
-//! the next claim), and acknowledges with the token
+//! only while its lease is live by its own (possibly skewed) clock, less the
+//! lease margin (else it leaves the row to the next claim), and acknowledges with the token
 //! (`Store::mark_done_leased`), which the store rejects if the row was
 //! claimed again meanwhile (the worker paused, or its reply came late): a
 //! late acknowledgement is recorded as rejected and the worker moves on.
@@ -173,7 +173,7 @@ impl Worker {
             retry_or_crash(ctx, "claim", self.store.claim(&owner, ticks, ctx.world.pending_batch))?;
         ctx.record(Op::Claim {
             owner,
-            expires: claimed.first().map_or(ctx.now + ticks, |leased| leased.expires),
+            expires: claimed.first().map_or(ctx.clock() + ticks, |leased| leased.expires),
             claimed: claimed
                 .iter()
                 .map(|leased| Claimed {
@@ -212,8 +212,10 @@ fn deliver_step(
             Err(next) => (next, false),
         },
         Stage::Send => {
+            // The lease is judged by the worker's own clock, which may be
+            // skewed, and given up `lease_margin_ticks` early.
             if let Some(lease) = delivery.lease
-                && ctx.now >= lease.expires
+                && ctx.clock() >= lease.expires.saturating_sub(ctx.world.lease_margin_ticks)
             {
                 ctx.record(Op::LeaseLost {
                     command_id: delivery.row.command_id.clone(),

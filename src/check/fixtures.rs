@@ -24,6 +24,8 @@ pub struct Fixture {
     pub settled: bool,
     /// The run's `[retries] max_attempts`, if it had timers.
     pub max_attempts: Option<u32>,
+    /// The scenario's `leases.margin_ticks` (0 unless a test sets it).
+    pub lease_margin_ticks: u64,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -140,6 +142,7 @@ pub fn clean() -> Fixture {
         trips,
         settled: true,
         max_attempts: None,
+        lease_margin_ticks: 0,
     }
 }
 
@@ -158,6 +161,7 @@ impl Fixture {
             artifacts: &[],
             durable: super::Durable::default(),
             max_attempts: self.max_attempts,
+            lease_margin_ticks: self.lease_margin_ticks,
         })
     }
 

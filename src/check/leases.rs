@@ -2,14 +2,31 @@
 //!
 //! With leases, a worker claims rows (`Op::Claim`: owner, expiry, a fencing
 //! token per row) and acknowledges each with its token (`Op::MarkDone` with
-//! `token`, and whether the store counted it). Two things must hold:
+//! `token`, and whether the store counted it). What must hold:
 //!
 //! - **A late acknowledgement never wins.** A `mark_done` that counted
 //!   (`changed`) carries the token of the row's latest claim: a holder whose
-//!   lease had passed to another (a greater token) was rejected.
-//! - **One live lease per row.** A row is claimed only once its previous
-//!   lease expired by the simulated clock (the claim's tick is at or past the
-//!   previous expiry), and each claim's token is greater than the one before.
+//!   lease had passed to another (a greater token) was rejected. This is
+//!   the fencing clause; it holds whatever the clocks do.
+//! - **A claim takes only an expired lease, with a greater token.** The
+//!   store judges expiry by the claimer's clock: the claim's tick plus the
+//!   claimer's offset (`Op::Skew`, `Op::ClockStep`; 0 without skew) is at or
+//!   past the previous expiry, and the token grew.
+//! - **One live lease per row by the true clock,** when the clocks allow it:
+//!   no holder uses its lease (sends the row) after another worker claimed
+//!   the row. The arithmetic, with `o` an actor's offset (within `[-S, S]`
+//!   at every moment, steps included) and `m` the lease margin: holder A
+//!   stored expiry `E` (its clock at the claim plus the lease) and sends at
+//!   true tick `t` only while its clock reads `t + o_A < E - m`; B claims at
+//!   true tick `t_B` only once `t_B + o_B >= E`. So `t < E - m - o_A` and
+//!   `t_B >= E - o_B`, and `t < t_B` whenever `o_B - o_A <= m`, which
+//!   `2·S <= m` guarantees. The check and the send happen in one step, so a
+//!   pause between them cannot break this. Beyond that margin two holders
+//!   can overlap, and only the fencing clause keeps the outcome right: the
+//!   clause is then not applied. `S` is taken from the run itself (the
+//!   largest offset its trace records), which is never more than the
+//!   scenario's bound, so the clause is applied at least whenever
+//!   `2·max_ticks <= margin_ticks`.
 //!
 //! A power cut kills every holder and may take the latest claims with it
 //! (on weak settings): what was claimed before it is forgotten.
@@ -17,6 +34,7 @@
 use std::collections::BTreeMap;
 
 use super::{Input, Invariant, Violation};
+use crate::actors::ActorId;
 use crate::trace::Op;
 
 /// A claim of a row.
@@ -26,32 +44,83 @@ struct Lease<'a> {
     owner: &'a str,
     token: u64,
     expires: u64,
+    /// What the claimer's clock read at the claim.
+    clock: u64,
 }
 
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let bound = input
+        .events
+        .iter()
+        .filter_map(|event| match event.op {
+            Op::Skew { offset } | Op::ClockStep { offset, .. } => Some(offset.unsigned_abs()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let strict = bound.saturating_mul(2) <= input.lease_margin_ticks;
+    let mut offsets: BTreeMap<ActorId, i64> = BTreeMap::new();
     let mut latest: BTreeMap<&str, Lease<'_>> = BTreeMap::new();
     // Each holder's own claims, to name a late acknowledgement's lease.
     let mut held: BTreeMap<(&str, u64), Lease<'_>> = BTreeMap::new();
+    // The token of each worker's latest claim of a row: what it sends under.
+    let mut mine: BTreeMap<(ActorId, &str), Lease<'_>> = BTreeMap::new();
     let mut violations = Vec::new();
     for event in input.events {
         match &event.op {
+            Op::Skew { offset } | Op::ClockStep { offset, .. } => {
+                offsets.insert(event.actor, *offset);
+            }
             Op::Claim {
                 owner,
                 expires,
                 claimed,
             } => {
+                let offset = offsets.get(&event.actor).copied().unwrap_or(0);
                 for claim in claimed {
                     let lease = Lease {
                         tick: event.tick,
                         owner,
                         token: claim.token,
                         expires: *expires,
+                        clock: event.tick.saturating_add_signed(offset),
                     };
                     if let Some(before) = latest.get(claim.command_id.as_str()) {
                         violations.extend(overlap(&claim.command_id, before, &lease));
                     }
                     held.insert((claim.command_id.as_str(), claim.token), lease);
+                    mine.insert((event.actor, claim.command_id.as_str()), lease);
                     latest.insert(&claim.command_id, lease);
+                }
+            }
+            Op::Send { command_id, .. } if strict => {
+                let (Some(used), Some(current)) = (
+                    mine.get(&(event.actor, command_id.as_str())),
+                    latest.get(command_id.as_str()),
+                ) else {
+                    continue;
+                };
+                if current.token > used.token {
+                    let message = format!(
+                        "{command_id}: two live leases by the true clock: {} sent the row at tick {} under its \
+                         lease from tick {} (token {}, until tick {} by its clock), after {} had claimed it at \
+                         tick {} with token {}; clock offsets here are at most {bound} ticks and the lease \
+                         margin is {} ticks, so the holder must have stopped first",
+                        used.owner,
+                        event.tick,
+                        used.tick,
+                        used.token,
+                        used.expires,
+                        current.owner,
+                        current.tick,
+                        current.token,
+                        input.lease_margin_ticks
+                    );
+                    violations.push(Violation::new(Invariant::I8, message).command(command_id).ticks([
+                        used.tick,
+                        current.tick,
+                        event.tick,
+                    ]));
                 }
             }
             Op::MarkDone {
@@ -92,6 +161,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             Op::PowerCut { .. } => {
                 latest.clear();
                 held.clear();
+                mine.clear();
             }
             _ => {}
         }
@@ -100,7 +170,8 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
 }
 
 /// What is wrong with claiming a row again as `after` when `before` was its
-/// latest claim: a token that did not grow, or a lease still live.
+/// latest claim: a token that did not grow, or a lease still live by the
+/// claimer's clock.
 fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Violation> {
     let mut found = Vec::new();
     if after.token <= before.token {
@@ -110,10 +181,14 @@ fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Viola
             after.owner, after.tick, after.token, before.owner, before.tick, before.token
         ));
     }
-    if after.tick < before.expires {
+    if after.clock < before.expires {
+        let clock = match after.clock == after.tick {
+            true => String::new(),
+            false => format!(" (its clock read {})", after.clock),
+        };
         found.push(format!(
-            "{command_id}: two live leases: {} claimed the row at tick {} while {}'s lease (tick {}, token {}) \
-             ran until tick {}",
+            "{command_id}: two live leases: {} claimed the row at tick {}{clock} while {}'s lease (tick {}, \
+             token {}) ran until tick {}",
             after.owner, after.tick, before.owner, before.tick, before.token, before.expires
         ));
     }
@@ -179,6 +254,21 @@ mod tests {
                 command_id: ROW.to_string(),
                 changed,
                 token: Some(token),
+            };
+            self.at(tick, worker, op)
+        }
+
+        /// Worker `worker`'s clock reads `offset` off the true tick from `tick` on.
+        fn skew(&mut self, tick: u64, worker: u32, offset: i64) -> &mut Leases {
+            self.at(tick, worker, Op::Skew { offset })
+        }
+
+        fn send(&mut self, tick: u64, worker: u32) -> &mut Leases {
+            let op = Op::Send {
+                command_id: ROW.to_string(),
+                key: ROW.to_string(),
+                to: ActorId::new(Role::Receiver, 0),
+                attempt: 1,
             };
             self.at(tick, worker, op)
         }
@@ -279,5 +369,67 @@ mod tests {
         // The claim was lost with the cut: the next one may repeat its token.
         run.claim(30, 1, 1, 100).mark(31, 1, 1, true);
         only(&run, &[]);
+    }
+
+    /// Worker 0's clock runs 10 behind, worker 1's 10 ahead: worker 1 takes
+    /// the row at true tick 95, when its clock reads 105 and worker 0's lease
+    /// (stored expiry 101 by worker 0's clock) has expired by worker 1's.
+    fn skewed_takeover(margin: u64) -> Leases {
+        let mut run = Leases::new();
+        run.fixture.lease_margin_ticks = margin;
+        run.skew(0, 0, -10).skew(0, 1, 10);
+        run.claim(1, 0, 1, 100).claim(95, 1, 2, 10);
+        run
+    }
+
+    #[test]
+    fn a_claim_is_judged_by_the_claimers_clock() {
+        let mut run = skewed_takeover(20);
+        run.mark(97, 1, 2, true).mark(99, 0, 1, false);
+        only(&run, &[]);
+        // Without its skew, the same claim would take a live lease.
+        let mut unskewed = Leases::new();
+        unskewed.claim(1, 0, 1, 100).claim(95, 1, 2, 10);
+        only(&unskewed, &[I8]);
+    }
+
+    #[test]
+    fn within_the_margin_a_holder_that_sends_after_a_takeover_is_two_live_leases() {
+        // 2 × 10 <= 20: worker 0 must stop sending by its clock's 81 (true
+        // tick 91), before any clock could see its expiry. It sends at 96.
+        let mut run = skewed_takeover(20);
+        run.send(96, 0).mark(97, 1, 2, true).mark(99, 0, 1, false);
+        only(&run, &[I8]);
+        let violations = run.fixture.violations();
+        assert!(
+            violations[0].message.contains("two live leases by the true clock"),
+            "{violations:#?}"
+        );
+        // A send before the takeover is the holder's right.
+        let mut early = skewed_takeover(20);
+        early
+            .fixture
+            .events
+            .retain(|event| !matches!(event.op, Op::Claim { .. }));
+        early.claim(1, 0, 1, 100).send(90, 0).claim(95, 1, 2, 10);
+        only(&early, &[]);
+    }
+
+    #[test]
+    fn beyond_the_margin_only_fencing_is_judged() {
+        // 2 × 10 > 5: two holders may overlap; the late acknowledgement is
+        // rejected, so the outcome is right.
+        let mut run = skewed_takeover(5);
+        run.send(96, 0).mark(97, 1, 2, true).mark(99, 0, 1, false);
+        only(&run, &[]);
+        // But a late acknowledgement that counted is still caught.
+        let mut unfenced = skewed_takeover(5);
+        unfenced.send(96, 0).mark(97, 0, 1, true);
+        only(&unfenced, &[I8]);
+        assert!(
+            unfenced.fixture.violations()[0]
+                .message
+                .contains("late acknowledgement")
+        );
     }
 }

@@ -198,6 +198,9 @@ pub struct Input<'a> {
     pub artifacts: &'a [crate::store::Artifact],
     /// With `[retries]`: the attempts after which a command is dead-lettered.
     pub max_attempts: Option<u32>,
+    /// The scenario's `leases.margin_ticks` (0 without leases), for I8's
+    /// one-live-lease clause under clock skew (`leases.rs`).
+    pub lease_margin_ticks: u64,
 }
 
 /// Which databases' settings promise durability across power loss.

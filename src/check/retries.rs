@@ -10,7 +10,8 @@
 //! - Every command the trace dead-lettered is dead-lettered in the final
 //!   dump (unless a power cut may have taken the write back: I9's business).
 //! - No worker sends a command it read before the command's stored timer
-//!   was due (`next_at`, by the clock the store read): the store must not
+//!   was due (`next_at`, by the clock the store read; the reader is judged
+//!   by its own, skewed, clock): the store must not
 //!   hand out a row whose timer is in the future.
 //!
 //! Runs without `[retries]` have no timers and no such ops: nothing to judge.
@@ -83,8 +84,17 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // each worker's latest read of a command, if it came early.
     let mut timers: BTreeMap<&str, u64> = BTreeMap::new();
     let mut early: BTreeMap<(ActorId, &str), (u64, u64)> = BTreeMap::new();
+    // Timers are due by the clock of the store that read them, so reads
+    // and sends are judged by the reading actor's own (skewed) clock.
+    let mut offsets: BTreeMap<ActorId, i64> = BTreeMap::new();
     for event in input.events {
+        let clock = event
+            .tick
+            .saturating_add_signed(offsets.get(&event.actor).copied().unwrap_or(0));
         match &event.op {
+            Op::Skew { offset } | Op::ClockStep { offset, .. } => {
+                offsets.insert(event.actor, *offset);
+            }
             Op::RetryScheduled {
                 command_id, next_at, ..
             } => {
@@ -108,29 +118,29 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             }
             Op::Pending { command_ids } => {
                 for command_id in command_ids {
-                    note_read(&timers, &mut early, event.actor, command_id, event.tick);
+                    note_read(&timers, &mut early, event.actor, command_id, clock);
                 }
             }
             Op::Claim { claimed, .. } => {
                 for claim in claimed {
-                    note_read(&timers, &mut early, event.actor, &claim.command_id, event.tick);
+                    note_read(&timers, &mut early, event.actor, &claim.command_id, clock);
                 }
             }
             Op::Send { command_id, .. } => {
                 if let Some((read, due)) = early.remove(&(event.actor, command_id.as_str()))
-                    && event.tick < due
+                    && clock < due
                 {
                     violations.push(
                         Violation::new(
                             Invariant::I1,
                             format!(
-                                "{} sent {command_id} at tick {}, before its retry timer was due (tick {due}): \
-                                 the store handed it out at tick {read}",
-                                event.actor, event.tick
+                                "{} sent {command_id} at tick {clock} by its clock, before its retry timer was due \
+                                 (tick {due}): the store handed it out at {read} by its clock",
+                                event.actor
                             ),
                         )
                         .command(command_id)
-                        .ticks([read, event.tick]),
+                        .ticks([event.tick]),
                     );
                 }
             }

@@ -51,7 +51,10 @@ impl Budget {
         // quiet phase, and a row claimed by a worker that died is free again
         // only when its lease expires: the quiet phase waits for both.
         let pause = scenario.faults.pause.map_or(0, |pause| pause.ticks_max);
-        let lease = scenario.leases.map_or(0, |leases| leases.ticks);
+        // With skewed clocks a claimer may see a dead holder's expiry up to
+        // 2·max_ticks late (the holder's clock ahead, the claimer's behind).
+        let skew = scenario.faults.skew.map_or(0, |skew| skew.max_ticks.saturating_mul(2));
+        let lease = scenario.leases.map_or(0, |leases| leases.ticks.saturating_add(skew));
         // A timer set at the fault phase's end waits its longest delay, and
         // a poisoned command first tried then fails all its attempts before
         // it is dead-lettered (settled): each one a timer, a poll, a reply

@@ -7,6 +7,7 @@
 //! ```toml
 //! [leases]            # workers claim rows with leases and fencing tokens
 //! ticks = 80          # a lease's length, in ticks
+//! margin_ticks = 20   # a holder sends only while its clock reads < expiry - margin
 //!
 //! [faults.pause]      # an actor stops taking steps for a while, then goes on
 //! rate = "1/150"      # per actor step in the fault phase
@@ -25,12 +26,24 @@ use crate::ratio::Ratio;
 pub struct Leases {
     /// A lease's length in ticks, from the claim.
     pub ticks: u64,
+    /// The safety margin, in ticks: a holder uses its lease (sends) only
+    /// while its own clock reads before `expires - margin_ticks`, so that
+    /// clocks skewed by up to half the margin never let two holders use a
+    /// row at once (`check::leases`). Default 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub margin_ticks: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeasesToml {
     ticks: u64,
+    #[serde(default)]
+    margin_ticks: u64,
 }
 
 impl TryFrom<LeasesToml> for Leases {
@@ -43,7 +56,16 @@ impl TryFrom<LeasesToml> for Leases {
                 toml.ticks
             ));
         }
-        Ok(Leases { ticks: toml.ticks })
+        if toml.margin_ticks >= toml.ticks {
+            return Err(format!(
+                "leases.margin_ticks must be below leases.ticks ({}), got {}: no lease could ever be used",
+                toml.ticks, toml.margin_ticks
+            ));
+        }
+        Ok(Leases {
+            ticks: toml.ticks,
+            margin_ticks: toml.margin_ticks,
+        })
     }
 }
 
@@ -111,7 +133,13 @@ mod tests {
         let scenario =
             parse_text("[leases]\nticks = 80\n[faults.pause]\nrate = \"1/150\"\nticks_min = 100\nticks_max = 400\n")
                 .unwrap();
-        assert_eq!(scenario.leases, Some(Leases { ticks: 80 }));
+        assert_eq!(
+            scenario.leases,
+            Some(Leases {
+                ticks: 80,
+                margin_ticks: 0
+            })
+        );
         let pause = scenario.faults.pause.unwrap();
         assert_eq!(pause.rate, Ratio::new(1, 150));
         assert_eq!((pause.ticks_min, pause.ticks_max), (100, 400));

@@ -14,6 +14,7 @@ mod leases;
 mod loaded;
 mod locate;
 mod retries;
+mod skew;
 mod validate;
 
 use std::path::Path;
@@ -25,6 +26,7 @@ pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
 pub use retries::{Horizon, Receivers, Retries, horizon};
+pub use skew::SkewFaults;
 pub use validate::Rejection;
 
 use crate::ratio::Ratio;
@@ -186,6 +188,9 @@ pub struct Faults {
     /// Actors pause with their state intact (off unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause: Option<PauseFaults>,
+    /// Actors' clocks are skewed and step (off unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skew: Option<SkewFaults>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

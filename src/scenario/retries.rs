@@ -122,15 +122,18 @@ pub struct Horizon {
 /// How long after a receiver applied a command a producer may still
 /// deliver it again, at most (conservative):
 ///
-/// `H = max_attempts × (cap + cap/2 + P + T + RT + restart_max) + lease + pause_max + 2·B`
+/// `H = max_attempts × (cap + cap/2 + P + T + RT + restart_max) + lease + pause_max + 2·B + 4·S`
 ///
 /// Each failed attempt may wait for the longest timer (`cap` plus jitter up
 /// to `cap/2`), then for an idle worker's poll (`P`), then for a reply that
 /// never comes (`T`, the reply was lost) and a resend's round trip (`RT`),
 /// or for a worker that died with the row and restarts (`restart_max`). On
 /// top: a lease the dead holder kept (`lease`), a pause of the holder
-/// (`pause_max`) and a busy backoff (`2·B`). Without `[retries]` there is
-/// one attempt and no timer.
+/// (`pause_max`), a busy backoff (`2·B`), and clock skew (`S`, the
+/// `[faults.skew]` bound): a timer is due by the clock of the worker that
+/// stored it but read by another's, up to `2·S` apart, and the receiver
+/// stamps and purges its records by its own clock, which may step by up to
+/// `2·S` in between. Without `[retries]` there is one attempt and no timer.
 pub fn horizon(scenario: &Scenario) -> Horizon {
     let timing = &scenario.timing;
     let budget = Budget::of(scenario);
@@ -151,7 +154,8 @@ pub fn horizon(scenario: &Scenario) -> Horizon {
         .leases
         .map_or(0, |leases| leases.ticks)
         .saturating_add(scenario.faults.pause.map_or(0, |pause| pause.ticks_max))
-        .saturating_add(timing.busy_backoff_ticks_max.saturating_mul(2));
+        .saturating_add(timing.busy_backoff_ticks_max.saturating_mul(2))
+        .saturating_add(scenario.faults.skew.map_or(0, |skew| skew.max_ticks.saturating_mul(4)));
     Horizon {
         ticks: attempts.saturating_mul(attempt).saturating_add(extra),
         attempt,

@@ -79,6 +79,20 @@ impl Scenario {
             );
         }
         self.validate_retries_shape()?;
+        if self.faults.skew.is_some()
+            && let Some(implementation) = crate::mutants::resolve(&self.store)
+            && !implementation.clock_per_actor()
+        {
+            return fail(
+                "faults.skew",
+                format!(
+                    "{} cannot give each actor a clock of its own (its actors share one committer, which \
+                     stamps a group with whichever clock flushes it): leave [faults.skew] out, or use \
+                     another store",
+                    self.store
+                ),
+            );
+        }
         let workload = &self.workload;
         for (key, value, max) in [
             ("workload.trips_count", workload.trips_count, 100_000),
@@ -205,19 +219,21 @@ impl Scenario {
             ]));
         }
         if let Some(leases) = self.leases
-            && leases.ticks <= Budget::delivery(timing)
+            && leases.ticks <= Budget::delivery(timing).saturating_add(leases.margin_ticks)
         {
             let delivery = Budget::delivery(timing);
             return Err(Rejection::new(
                 "leases.ticks",
                 format!(
                     "{} is not longer than the shortest delivery, {delivery} ticks (2 × latency_ticks_max {} + \
-                     8 steps × step_ticks_max {}): every lease would expire before its holder could \
-                     acknowledge, and no row would ever be done; raise it to at least {}",
+                     8 steps × step_ticks_max {}), plus leases.margin_ticks {}: every lease would expire \
+                     before its holder could acknowledge, and no row would ever be done; raise it to at \
+                     least {}",
                     leases.ticks,
                     timing.latency_ticks_max,
                     timing.step_ticks_max,
-                    delivery + 1
+                    leases.margin_ticks,
+                    delivery + leases.margin_ticks + 1
                 ),
             )
             .near(&["timing.latency_ticks_max", "timing.step_ticks_max"]));

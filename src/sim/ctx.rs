@@ -40,6 +40,9 @@ pub struct World<'a> {
     pub retries: Option<crate::store::RetryPolicy>,
     /// With `[receivers] dedup_retention_ticks`: how long receivers keep de-dup records.
     pub dedup_retention_ticks: Option<u64>,
+    /// With leases: a holder sends only while its clock reads before
+    /// `expires - lease_margin_ticks`.
+    pub lease_margin_ticks: u64,
 }
 
 /// The cities trips go to.
@@ -74,6 +77,7 @@ impl<'a> World<'a> {
             lease_ticks: scenario.leases.map(|leases| leases.ticks),
             retries: scenario.retries.map(|retries| retries.policy()),
             dedup_retention_ticks: scenario.receivers.and_then(|receivers| receivers.dedup_retention_ticks),
+            lease_margin_ticks: scenario.leases.map_or(0, |leases| leases.margin_ticks),
         }
     }
 }
@@ -100,7 +104,11 @@ pub(crate) struct KillGate<'a> {
 
 /// One actor's view of the simulation during one step.
 pub struct Ctx<'a> {
+    /// The true tick: what the simulator schedules by (wake-ups, timeouts,
+    /// which a real program measures with a monotonic clock).
     pub now: u64,
+    /// The actor's own wall clock: `now` plus its skew (`clock()`).
+    pub(crate) clock: u64,
     pub me: ActorId,
     pub incarnation: u32,
     /// The actor's own decision stream.
@@ -137,6 +145,13 @@ impl Gate for KillGate<'_> {
 }
 
 impl Ctx<'_> {
+    /// The time the actor's own clock reads: the true tick plus its skew
+    /// (`[faults.skew]`; saturating at 0). What it must judge wall-clock
+    /// deadlines by, such as a lease's expiry, which another actor's clock set.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
     /// Records what the actor just did.
     pub fn record(&mut self, op: Op) {
         self.trace.record(self.now, self.me, op);

@@ -48,6 +48,16 @@
 //! de-dup record folds it (I2), as long as it is kept past the retry horizon.
 //! A poisoned command (`poison`) is refused every time, in every phase, and
 //! ends in the dead letter, never done.
+//! Clock skew (`[faults.skew]`). Each actor's clock reads the true tick plus
+//! an offset within `[-max_ticks, max_ticks]`, drawn at the start of the run;
+//! in the fault phase it may step, forward or backward, to a new offset in
+//! the same bounds (an NTP correction). Everything the actor reads as "now"
+//! is off: its own lease checks, the store's `Clock` (a claim's expiry) and
+//! SQLite's `CURRENT_TIMESTAMP` on its connection. A claimer whose clock
+//! runs ahead takes a row its holder still believes live; with a lease
+//! margin of at least twice the bound the holder stops using it first, and
+//! beyond that the fencing token alone keeps the late acknowledgement out
+//! (I8). Offsets stay when faults stop: a machine's clock does not heal.
 //!
 //! Scripted faults (`[[script]]`) kill named actors or cut the power at fixed ticks.
 //!
@@ -325,6 +335,12 @@ pub enum Fault {
     /// The `send`-th message `from` sends, a confirmed reply, arrives as a
     /// retryable error.
     ReplyRetryable { from: ActorId, send: u64 },
+    /// `actor`'s clock reads `offset` ticks off the true one from the start.
+    Skew { actor: ActorId, offset: i64 },
+    /// `actor`'s clock steps to `offset` at its `step`-th step (from 1,
+    /// across its lives, counting the steps it was about to take in the
+    /// fault phase).
+    ClockStep { actor: ActorId, step: u64, offset: i64 },
 }
 
 /// A fault that fired, and when.
@@ -370,6 +386,51 @@ impl FaultSource {
             }
         }
     }
+}
+
+impl FaultSource {
+    /// `actor`'s initial clock offset: drawn in `[-bound, bound]` from
+    /// `prng`, or the forced schedule's (0 if it has none).
+    pub fn skew(&self, prng: &mut Prng, bound: u64, actor: ActorId) -> i64 {
+        match self {
+            FaultSource::Drawn => offset_in(prng, bound),
+            FaultSource::Forced(faults) => {
+                let at = |offset| Fault::Skew { actor, offset };
+                faults
+                    .range(at(i64::MIN)..=at(i64::MAX))
+                    .next()
+                    .map_or(0, |fault| match fault {
+                        Fault::Skew { offset, .. } => *offset,
+                        _ => unreachable!("the range holds skews only"),
+                    })
+            }
+        }
+    }
+
+    /// Decides whether `actor`'s clock steps at its `step`-th step: draws
+    /// with `rate` and a new offset in `[-bound, bound]` from `prng`, or looks
+    /// the step up in a forced schedule. The new offset, if it steps.
+    pub fn clock_step(&self, prng: &mut Prng, rate: Ratio, bound: u64, actor: ActorId, step: u64) -> Option<i64> {
+        match self {
+            FaultSource::Drawn => prng.chance(rate).then(|| offset_in(prng, bound)),
+            FaultSource::Forced(faults) => {
+                let at = |offset| Fault::ClockStep { actor, step, offset };
+                faults
+                    .range(at(i64::MIN)..=at(i64::MAX))
+                    .next()
+                    .map(|fault| match fault {
+                        Fault::ClockStep { offset, .. } => *offset,
+                        _ => unreachable!("the range holds clock steps only"),
+                    })
+            }
+        }
+    }
+}
+
+/// An offset drawn uniformly in `[-bound, bound]`.
+fn offset_in(prng: &mut Prng, bound: u64) -> i64 {
+    let bound = bound.min(i64::MAX as u64 / 2);
+    prng.range_inclusive(0, 2 * bound) as i64 - bound as i64
 }
 
 #[cfg(test)]

@@ -19,14 +19,16 @@
 //!
 //! Files: this one (the loop and a step), `network.rs` (messages, probes),
 //! `lifecycle.rs` (boot, kill, restart, phases, power cuts, settling),
-//! `pause.rs` (actors paused with their state intact), `retryable.rs`
-//! (retryable failures, and settling with retry timers).
+//! `pause.rs` (actors paused with their state intact), `skew.rs` (each
+//! actor's clock, skewed and stepped, and the clocks a step reads),
+//! `retryable.rs` (retryable failures, and settling with retry timers).
 
 mod ending;
 mod lifecycle;
 mod network;
 mod pause;
 mod retryable;
+mod skew;
 
 use std::path::{Path, PathBuf};
 
@@ -169,6 +171,13 @@ struct Slot {
     pause_steps: u64,
     /// Its pause draws.
     pauses: Prng,
+    /// Its clock: the true tick plus this (`skew.rs`).
+    offset: i64,
+    /// Steps it was about to take in the fault phase, across its lives
+    /// (the occurrences a clock step is decided at), with skew on.
+    skew_steps: u64,
+    /// Its skew and clock-step draws.
+    skews: Prng,
 }
 
 pub struct Simulator<'a> {
@@ -190,6 +199,10 @@ pub struct Simulator<'a> {
     power: Option<Power>,
     /// Pauses, when the scenario (or a forced schedule) has any.
     pause: Option<crate::scenario::PauseFaults>,
+    /// Clock skew, when the scenario (or a forced schedule) has any.
+    skew: Option<crate::scenario::SkewFaults>,
+    /// Without power loss: the VFS that answers SQLite's clock (`skew.rs`).
+    clock_vfs: Option<crate::vfs::ClockVfs>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
@@ -243,9 +256,14 @@ impl<'a> Simulator<'a> {
         };
         let (mut store_sqlite, mut receiver_sqlite) =
             (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
-        if let Some(power) = &power {
-            store_sqlite.vfs = Some(power.vfs.name());
-            receiver_sqlite.vfs = Some(power.vfs.name());
+        let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation)?;
+        if let Some(name) = power
+            .as_ref()
+            .map(|power| power.vfs.name())
+            .or(clock_vfs.map(|vfs| vfs.name()))
+        {
+            store_sqlite.vfs = Some(name);
+            receiver_sqlite.vfs = Some(name);
         }
         let config = SystemConfig {
             store_path: store_path.clone(),
@@ -292,6 +310,9 @@ impl<'a> Simulator<'a> {
                 faults: Prng::derive(seed, &format!("{id}/faults")),
                 pause_steps: 0,
                 pauses: Prng::derive(seed, &format!("{id}/pause")),
+                offset: 0,
+                skew_steps: 0,
+                skews: Prng::derive(seed, &format!("{id}/skew")),
             })
             .collect();
 
@@ -310,6 +331,8 @@ impl<'a> Simulator<'a> {
             observer: Some(observer),
             power,
             pause: pause::pauses(scenario.faults.pause, &source),
+            skew: skew::skews(scenario.faults.skew, &source),
+            clock_vfs,
             recoveries: Vec::new(),
             fault_points: None,
             fatal: None,
@@ -336,6 +359,7 @@ impl<'a> Simulator<'a> {
         if let Some(power) = &simulator.power {
             power.start();
         }
+        simulator.skew_at_start();
         for slot in 0..simulator.slots.len() {
             simulator.wake(slot, 0);
         }
@@ -371,10 +395,7 @@ impl<'a> Simulator<'a> {
                 break;
             }
             self.now = tick;
-            self.config.clock.set(tick);
-            if let Some(power) = &self.power {
-                power.vfs.set_clock(tick);
-            }
+            self.set_clocks(tick);
             match event {
                 Event::Step { slot, token } => self.step(slot, token),
                 Event::Deliver { to, message } => self.deliver(to, message),
@@ -424,6 +445,9 @@ impl<'a> Simulator<'a> {
         if let Some(power) = &self.power {
             power.vfs.retire();
         }
+        if let Some(vfs) = &self.clock_vfs {
+            vfs.retire();
+        }
         let snapshot = dumped?;
         Ok(RunOutput {
             seed: self.seed,
@@ -469,10 +493,22 @@ impl<'a> Simulator<'a> {
         if self.slots[slot].token != token || self.pause(slot) {
             return;
         }
+        self.clock_step(slot);
         self.slots[slot].waiting = false;
         self.steps += 1;
-        let next = match self.slots[slot].life {
-            Life::Down => return,
+        // The step reads the actor's own clock, wherever it reads one.
+        self.set_clocks(self.actor_clock(slot));
+        let next = self.life_step(slot);
+        self.set_clocks(self.now);
+        if let Some(next) = next {
+            self.after_step(slot, next);
+        }
+    }
+
+    /// The step itself: boot, or the actor's own step (none if it is down).
+    fn life_step(&mut self, slot: usize) -> Option<Next> {
+        Some(match self.slots[slot].life {
+            Life::Down => return None,
             Life::Booting => self.boot(slot),
             Life::Up(_) => {
                 if self.phase == Phase::Faults
@@ -482,7 +518,11 @@ impl<'a> Simulator<'a> {
                 }
                 self.actor_step(slot)
             }
-        };
+        })
+    }
+
+    /// Schedules what follows a step.
+    fn after_step(&mut self, slot: usize, next: Next) {
         if next != Next::Busy {
             self.slots[slot].busy_streak = 0;
         }
@@ -550,8 +590,10 @@ impl<'a> Simulator<'a> {
             injected,
             active: *phase == Phase::Faults,
         };
+        let clock = skew::skewed(*now, entry.offset);
         let mut ctx = Ctx {
             now: *now,
+            clock,
             me: entry.id,
             incarnation: entry.incarnation,
             prng: &mut entry.prng,

@@ -472,4 +472,11 @@ pub trait Implementation: Send + Sync {
     fn retries(&self) -> bool {
         false
     }
+    /// Whether each actor's store handle reads time only within that
+    /// actor's own steps, so the simulator can give every actor a skewed
+    /// clock of its own (`[faults.skew]`). False for a store whose actors
+    /// share a committer that stamps their work with one clock.
+    fn clock_per_actor(&self) -> bool {
+        true
+    }
 }

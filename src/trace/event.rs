@@ -303,4 +303,16 @@ pub enum Op {
         before: u64,
         removed: u64,
     },
+
+    // Clock faults, recorded by the simulator (`[faults.skew]`).
+    /// The actor's clock reads the true tick plus `offset` from the start.
+    Skew {
+        offset: i64,
+    },
+    /// The actor's clock stepped (an NTP correction) by `by` ticks, forward
+    /// or backward: it now reads the true tick plus `offset`.
+    ClockStep {
+        by: i64,
+        offset: i64,
+    },
 }

@@ -127,6 +127,10 @@ pub fn describe(op: &Op) -> String {
             format!("lease on {command_id} (token={token}) expired before sending: left to the next claim")
         }
         Op::Pause { ticks } => format!("== PAUSED for {ticks} ticks (connection and memory kept) =="),
+        Op::Skew { offset } => format!("== CLOCK SKEWED: reads the true tick {offset:+} =="),
+        Op::ClockStep { by, offset } => {
+            format!("== CLOCK STEPPED by {by:+} ticks: reads the true tick {offset:+} ==")
+        }
         Op::Receive { key, from } => format!("receive {key} from {from}"),
         Op::Lookup { key, found } => {
             let found = match found {

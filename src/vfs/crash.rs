@@ -84,7 +84,7 @@ const SECTOR: usize = 512;
 
 /// Milliseconds since the Julian epoch of 2026-01-01T00:00:00Z: where the
 /// simulated clock starts (tick 0), one tick a millisecond.
-const CLOCK_ORIGIN_MS: i64 = 212_633_985_600_000;
+pub(crate) const CLOCK_ORIGIN_MS: i64 = 212_633_985_600_000;
 
 /// A change to one file's content.
 #[derive(Clone, Debug)]

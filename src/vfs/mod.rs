@@ -9,13 +9,17 @@
 //! - `crash`: keeps each file's durable image and the writes since, and at a
 //!   power cut rewrites the files as a chosen model of the disk would leave
 //!   them.
+//! - `clock`: forwards everything and answers SQLite's clock with the
+//!   simulated one (runs without power loss; the crash VFS does the same).
 //!
 //! A connection uses a VFS by name (`store::connection::open_via`).
 
+pub mod clock;
 pub mod counting;
 pub mod crash;
 pub mod shim;
 
+pub use clock::ClockVfs;
 pub use counting::{CountingVfs, Counts};
 pub use crash::{CrashVfs, Model};
 pub use shim::VfsError;

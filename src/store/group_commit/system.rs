@@ -23,6 +23,13 @@ impl Implementation for GroupCommit {
         "appends of many writers coalesced into one transaction, one savepoint each, acknowledged after COMMIT"
     }
 
+    /// The writers are tasks of one process sharing its committer, which
+    /// stamps a group (`CURRENT_TIMESTAMP`) with the clock of whichever
+    /// writer's step flushes it: one clock, not one per actor.
+    fn clock_per_actor(&self) -> bool {
+        false
+    }
+
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
         // The same files and receivers as the reference; only appends differ.
         let reference = ReferenceSystem::create(config)?;
