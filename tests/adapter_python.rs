@@ -1,7 +1,9 @@
 //! An outside store written in Python (adapters/python/example_store.py,
 //! through the SDK) under crashsim: the clean example passes the shipped
-//! scenarios at both granularities, each of its known bugs is caught by the
-//! invariant it breaks, a store that crashes or hangs on its own is a
+//! scenarios at both granularities, and serves leases (the lease scenario
+//! passes; its unfenced acknowledgement is caught by I8), each of its known
+//! bugs is caught by the invariant it breaks, a store that crashes or hangs
+//! on its own is a
 //! finding (A1) whose report keeps its stderr, random ids are caught by
 //! `--check-determinism` (D1), and a seed gives the same trace in any
 //! directory.
@@ -95,12 +97,31 @@ fn the_clean_example_passes_the_shipped_scenarios() {
     }
 }
 
-/// The example declares no `leases` capability: it still runs lease-free
-/// scenarios (above), and a lease scenario stops before any seed is judged,
-/// naming what is missing.
+/// The example serves leases through the SDK: the lease scenario passes,
+/// and acknowledging by `command_id` alone (a late holder's acknowledgement
+/// counts) is caught by I8 within a few seeds.
+#[test]
+fn the_example_serves_leases_and_its_unfenced_acknowledgement_is_caught() {
+    let Some(command) = example("") else { return };
+    let adapter = adapter(&command, Duration::from_secs(30));
+    assert!(adapter.identity().can("leases"), "{:?}", adapter.identity());
+    let loaded = load("scenarios/leases.toml");
+    assert_passes(&runs(&loaded, 0..3, &adapter), "leases");
+    let invariants = caught("unfenced_mark_done", "scenarios/leases.toml").unwrap_or_default();
+    assert!(
+        invariants.contains(&Invariant::I8),
+        "unfenced_mark_done on leases: expected I8, found {invariants:?}"
+    );
+}
+
+/// A store without the `leases` capability (the SDK's toy store, which has
+/// no lease methods) still runs lease-free scenarios, and a lease scenario
+/// stops before any seed is judged, naming what is missing.
 #[test]
 fn a_lease_scenario_against_an_adapter_without_leases_is_refused() {
-    let Some(command) = example("") else { return };
+    let Some(python) = python() else { return };
+    let toy = root().join("adapters/python/tests/toy_adapter.py");
+    let command = format!("{python} -S {} step", toy.display());
     let adapter = adapter(&command, Duration::from_secs(30));
     let dir = work_dir();
     let loaded = load("scenarios/leases.toml");

@@ -14,6 +14,12 @@ own file that writes the effect and its de-duplication record in one
 transaction. Timestamps are the request's simulated tick, never the clock,
 and every query that returns rows has an ORDER BY.
 
+It serves leases (the `leases` capability; scenarios/leases.toml): in runs
+with leases, `setup` adds three lease columns to the outbox; `claim` takes
+free rows (never claimed, or expired by the simulated tick) in one
+`UPDATE ... RETURNING`, each with a fencing token one greater than the
+row's last; `mark_done_leased` counts only with the row's current token.
+
 Options:
   --granularity step|call  step (default): one request per operation, so
                            crashsim can kill the process inside a transaction;
@@ -48,6 +54,12 @@ Options:
                     body, delivery metadata (attempt, sent_tick) included:
                     every retry is a new key and is applied again. -> I2 (and
                     I7: a changed payload is never reported as a conflict).
+  unfenced_mark_done
+                    mark_done_leased acknowledges by command_id alone and
+                    ignores the fencing token: a holder that paused past its
+                    lease still marks the row done after another worker
+                    claimed it (a late acknowledgement counts). -> I8, in
+                    scenarios with leases.
 """
 
 import os
@@ -65,6 +77,7 @@ KNOWN_BUGS = (
     "uuid_ids",
     "dedup_apart",
     "body_key",
+    "unfenced_mark_done",
 )
 
 # The dict_dedup bug's memory: key -> (digest, result), gone with the process.
@@ -113,6 +126,14 @@ CREATE TABLE IF NOT EXISTS dedup (
 COMMIT;
 """
 
+# The lease of an outbox row, added at setup only in runs with leases (the
+# hello's `leases`), so the files of lease-free runs keep their schema.
+LEASE_COLUMNS = (
+    ("lease_owner", "TEXT"),  # the claiming worker's life; NULL: never claimed
+    ("lease_expires", "INTEGER"),  # simulated tick; NULL: never claimed
+    ("lease_token", "INTEGER NOT NULL DEFAULT 0"),  # grows with every claim
+)
+
 OUTBOX_COLUMNS = (
     "command_id, workflow_id, event_seq, kind, payload,"
     " processed_at IS NOT NULL, result"
@@ -138,6 +159,21 @@ def connect(database):
     return conn
 
 
+def add_lease_columns(conn):
+    """Adds the lease columns the outbox lacks (setup may run again)."""
+    conn.execute("BEGIN IMMEDIATE")
+    present = {
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM pragma_table_info('outbox') ORDER BY cid"
+        )
+    }
+    for name, declaration in LEASE_COLUMNS:
+        if name not in present:
+            conn.execute(f"ALTER TABLE outbox ADD COLUMN {name} {declaration}")
+    conn.execute("COMMIT")
+
+
 def integrity(conn):
     return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
 
@@ -152,6 +188,8 @@ class Store:
     def setup(cls, settings):
         conn = connect(settings.store)
         conn.executescript(STORE_SCHEMA)
+        if settings.leases:
+            add_lease_columns(conn)
         conn.close()
 
     @classmethod
@@ -218,6 +256,42 @@ class Store:
                 WHERE command_id = ?1
                   AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))""",
             (command_id, result, ca.now()),
+        )
+        return cursor.rowcount == 1
+
+    # Leases: time is the request's simulated tick, ca.now().
+
+    def claim(self, owner, lease_ticks, limit):
+        # One statement: two workers never both take a row, and the token of
+        # a row grows with every claim of it.
+        now = ca.now()
+        rows = self.connection.execute(
+            f"""UPDATE outbox
+                   SET lease_owner = ?1, lease_expires = ?2 + ?3,
+                       lease_token = lease_token + 1
+                 WHERE rowid IN (SELECT rowid FROM outbox
+                                  WHERE processed_at IS NULL
+                                    AND (lease_expires IS NULL OR lease_expires <= ?2)
+                                  ORDER BY rowid LIMIT ?4)
+             RETURNING rowid, lease_token, lease_expires, {OUTBOX_COLUMNS}""",
+            (owner, now, lease_ticks, limit),
+        ).fetchall()
+        rows.sort()  # RETURNING promises no order; rowid is commit order
+        # (rowid, token, expires, outbox row...) -> (outbox row, token, expires)
+        return [(row[3:], row[1], row[2]) for row in rows]
+
+    def mark_done_leased(self, command_id, token, result):
+        if "unfenced_mark_done" in BUGS:
+            # "The command_id names the row; whoever delivered it may say so."
+            return self.mark_done(command_id, result)
+        # As mark_done, and only while `token` is the row's current one: a
+        # holder whose lease passed to another has a smaller token.
+        cursor = self.connection.execute(
+            """UPDATE outbox
+                  SET processed_at = COALESCE(processed_at, ?3), result = ?2
+                WHERE command_id = ?1 AND lease_token = ?4
+                  AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))""",
+            (command_id, result, ca.now(), token),
         )
         return cursor.rowcount == 1
 

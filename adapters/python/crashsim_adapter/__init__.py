@@ -42,6 +42,14 @@ A store is two classes (see example_store.py for a complete one)::
         def append(self, workflow_id, expected_seq, kind, payload, commands):
             ...  # -> (seq, command_ids)
 
+        # Leases (optional: defining both declares the `leases` capability).
+        # Time is ca.now(), the request's tick; settings.leases says whether
+        # the run uses them (add the lease columns at setup only then).
+        def claim(self, owner, lease_ticks, limit):
+            ...  # -> [(outbox row, token, expires)], oldest commit first
+        def mark_done_leased(self, command_id, token, result):
+            ...  # -> bool: changed, only with the row's current token
+
     class Receiver:
         def __init__(self, settings): ...  # settings.receiver, .hotel_failure
 
@@ -79,6 +87,11 @@ A store is two classes (see example_store.py for a complete one)::
   `settings.hotel_failure` a `(numerator, denominator)` pair, and
   `settings.hello` the request itself. `connect(database)` opens a sqlite3
   connection with all of them applied (autocommit, explicit transactions).
+- A store class with `claim` and `mark_done_leased` declares the `leases`
+  capability: the hello's answer lists it and the SDK dispatches both ops
+  (claimed rows as `(row, token, expires)` tuples, `LEASED` order, or
+  dicts). A class with only one of them is refused before the hello.
+  `settings.leases` is the hello's `leases`: true only in runs with leases.
 - `open` answers the level that `PRAGMA synchronous` reads back on the
   object's `connection` attribute (or what its `synchronous()` method says).
 - Rows may be tuples in the protocol's field order (the order of `EVENT`,
@@ -131,6 +144,7 @@ from .settings import (
     EFFECT,
     EVENT,
     HEAD,
+    LEASED,
     OUTBOX,
     SYNCHRONOUS_LEVELS,
     Database,
@@ -144,6 +158,7 @@ __all__ = [
     "EFFECT",
     "EVENT",
     "HEAD",
+    "LEASED",
     "OUTBOX",
     "PROTOCOL",
     "SYNCHRONOUS_LEVELS",

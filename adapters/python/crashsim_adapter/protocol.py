@@ -1,5 +1,6 @@
-"""The protocol loop: the handshake, the dispatch of each operation to the
-role's object, the error answers, the canonical dump, and the private channel.
+"""The protocol loop: the handshake (with the optional capabilities), the
+dispatch of each operation to the role's object, the error answers, the
+canonical dump, and the private channel.
 """
 
 import json
@@ -7,7 +8,7 @@ import os
 import sys
 
 from .errors import Invalid, Unsupported, error_kind
-from .settings import DEDUP, EFFECT, EVENT, HEAD, OUTBOX, Request, Settings
+from .settings import DEDUP, EFFECT, EVENT, HEAD, LEASED, OUTBOX, Request, Settings
 
 PROTOCOL = 1
 
@@ -20,6 +21,9 @@ READ_METHODS = {
     "store": ("load", "heads", "commands", "pending", "mark_done", "dump"),
     "receiver": ("dump",),
 }
+# A store class declares the `leases` capability by defining both.
+LEASES = "leases"
+LEASE_METHODS = ("claim", "mark_done_leased")
 
 
 _tick = 0
@@ -45,6 +49,21 @@ def _outbox(rows):
     for row in rows:
         row["done"] = bool(row["done"])
     return rows
+
+
+def _leased(items):
+    claimed = []
+    for item in items:
+        if not isinstance(item, dict):
+            item = dict(zip(LEASED, item, strict=True))
+        claimed.append(
+            {
+                "row": _outbox([item["row"]])[0],
+                "token": item["token"],
+                "expires": item["expires"],
+            }
+        )
+    return claimed
 
 
 def _integrity(value):
@@ -193,7 +212,39 @@ def _receiver_ops(receiver, granularity):
     return ops
 
 
+def _lease_ops(store):
+    # Time is the request's tick (`now()`), set before the dispatch.
+    return {
+        "claim": lambda r: {
+            "claimed": _leased(store.claim(r["owner"], r["lease_ticks"], r["limit"]))
+        },
+        "mark_done_leased": lambda r: {
+            "changed": bool(
+                store.mark_done_leased(r["command_id"], r["token"], r.get("result"))
+            )
+        },
+    }
+
+
 _ROLE_OPS = {"store": _store_ops, "receiver": _receiver_ops}
+
+
+def _capabilities(classes):
+    """The capabilities the classes declare: `leases` if the store class
+    defines both lease methods (one without the other is refused)."""
+    store = classes.get("store")
+    if store is None:
+        return []
+    present = [name for name in LEASE_METHODS if callable(getattr(store, name, None))]
+    if not present:
+        return []
+    if len(present) < len(LEASE_METHODS):
+        missing = ", ".join(n for n in LEASE_METHODS if n not in present)
+        raise TypeError(
+            f"{store.__name__} (store) has {present[0]} but lacks {missing}:"
+            " serving leases takes both claim and mark_done_leased"
+        )
+    return [LEASES]
 
 
 def _empty(_ignored):
@@ -239,11 +290,12 @@ def _synchronous_level(role):
 
 
 class _Server:
-    def __init__(self, classes, roles, name, version):
+    def __init__(self, classes, roles, name, version, capabilities=()):
         self.classes = classes
         self.roles = roles
         self.name = name
         self.version = version
+        self.capabilities = list(capabilities)
         self.settings = None
         self.instances = {}
         self.ops = {
@@ -258,6 +310,8 @@ class _Server:
         self.known = set()
         for role, granularity in roles.items():
             self.known.update(_ROLE_OPS[role](None, granularity))
+        if LEASES in self.capabilities:
+            self.known.update(LEASE_METHODS)
 
     def need_settings(self):
         if self.settings is None:
@@ -266,12 +320,15 @@ class _Server:
 
     def hello(self, r):
         self.settings = Settings(r)
-        return {
+        identity = {
             "protocol": PROTOCOL,
             "name": self.name,
             "version": self.version,
             "roles": dict(self.roles),
         }
+        if self.capabilities:
+            identity["capabilities"] = list(self.capabilities)
+        return identity
 
     def setup(self, r):
         settings = self.need_settings()
@@ -295,6 +352,8 @@ class _Server:
         # If a process opens both roles, the last `open` owns the operations
         # both have (begin, commit, rollback).
         self.ops.update(_ROLE_OPS[role](instance, self.roles[role]))
+        if role == "store" and LEASES in self.capabilities:
+            self.ops.update(_lease_ops(instance))
         return {"synchronous": level}
 
     def dump(self, r):
@@ -394,7 +453,8 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     `store` and `receiver` are classes (or factories) called with the
     hello's `Settings` at `open`; `setup` and `dump` are called on them as
     class methods. `granularity` is None (detect), "step", "call", or a dict
-    from role to one of those.
+    from role to one of those. A store class that defines `claim` and
+    `mark_done_leased` is served with the `leases` capability.
     """
     classes = {
         role: cls for role, cls in (("store", store), ("receiver", receiver)) if cls
@@ -405,7 +465,8 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     for role, cls in classes.items():
         wanted = granularity.get(role) if isinstance(granularity, dict) else granularity
         roles[role] = _granularity(role, cls, wanted)
+    capabilities = _capabilities(classes)
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or "adapter"))[0]
     reader, writer = _take_channel()
-    _Server(classes, roles, name, str(version)).run(reader, writer)
+    _Server(classes, roles, name, str(version), capabilities).run(reader, writer)

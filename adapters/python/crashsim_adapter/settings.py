@@ -9,6 +9,9 @@ HEAD = ("workflow_id", "last_seq", "kind", "commands_done")
 OUTBOX = ("command_id", "workflow_id", "event_seq", "kind", "payload", "done", "result")
 EFFECT = ("effect_id", "key", "kind", "payload", "result")
 DEDUP = ("key", "digest", "result", "effect_id")
+# A claimed row (the `leases` capability): the outbox row (a tuple in OUTBOX
+# order, or a dict), its fencing token, the tick its lease expires at.
+LEASED = ("row", "token", "expires")
 
 SYNCHRONOUS_LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
 
@@ -54,6 +57,7 @@ class Settings:
         "store",
         "receiver",
         "hotel_failure",
+        "leases",
     )
 
     def __init__(self, hello):
@@ -69,6 +73,9 @@ class Settings:
             int(failure.get("numerator", 0)),
             int(failure.get("denominator", 1)),
         )
+        # True only in runs whose workers claim rows with leases: a store
+        # with the capability adds what leases need at `setup`.
+        self.leases = bool(hello.get("leases", False))
 
 
 def connect(database):

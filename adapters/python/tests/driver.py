@@ -26,8 +26,10 @@ def database(directory, name, journal_mode="wal", synchronous="full"):
     }
 
 
-def hello_fields(directory, purpose="actor", hotel_failure=(1, 4), **settings):
-    return {
+def hello_fields(
+    directory, purpose="actor", hotel_failure=(1, 4), leases=False, **settings
+):
+    fields = {
         "protocol": 1,
         "crashsim": "0.1.0",
         "purpose": purpose,
@@ -41,6 +43,9 @@ def hello_fields(directory, purpose="actor", hotel_failure=(1, 4), **settings):
             "denominator": hotel_failure[1],
         },
     }
+    if leases:
+        fields["leases"] = True  # as crashsim sends it: only when true
+    return fields
 
 
 class AdapterError(AssertionError):

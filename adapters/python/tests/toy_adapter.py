@@ -5,6 +5,8 @@ toy_adapter.py forced   the same classes, served with granularity="call"
 toy_adapter.py call     a store with only `append`, a receiver with only `handle`
 toy_adapter.py store_only  the step store alone
 toy_adapter.py broken   a store class without its operations (serve refuses it)
+toy_adapter.py leases   the step store with the two lease methods
+toy_adapter.py half_leases  a store with `claim` but no `mark_done_leased`
 """
 
 import os
@@ -142,6 +144,25 @@ class CallReceiver(StepReceiver):
         return "applied", "done", len(self.seen)
 
 
+class LeaseStore(StepStore):
+    """Leases over nothing: answers what the SDK must carry, with now()."""
+
+    def claim(self, owner, lease_ticks, limit):
+        row = ("w:1:0", "w", 1, "lock_budget", "{}", 0, None)
+        as_dict = dict(zip(ca.OUTBOX, row, strict=True))
+        expires = ca.now() + lease_ticks
+        claimed = [(row, 7, expires), {"row": as_dict, "token": 8, "expires": expires}]
+        return claimed[:limit] if owner != "nobody" else []
+
+    def mark_done_leased(self, command_id, token, result):
+        return token == 8 and result is not None
+
+
+class HalfLeaseStore(StepStore):
+    def claim(self, owner, lease_ticks, limit):
+        return []
+
+
 class BrokenStore:
     @classmethod
     def dump(cls, settings):
@@ -158,6 +179,10 @@ if __name__ == "__main__":
         ca.serve(store=CallStore, receiver=CallReceiver, name="toy-call")
     elif mode == "store_only":
         ca.serve(store=StepStore)
+    elif mode == "leases":
+        ca.serve(store=LeaseStore, receiver=StepReceiver, name="toy-leases")
+    elif mode == "half_leases":
+        ca.serve(store=HalfLeaseStore)
     elif mode == "broken":
         ca.serve(store=BrokenStore)
     else:

@@ -5,8 +5,9 @@
 //!   command `decide` emits for that event, the transactions that inserted
 //!   it and how each ended, the commits that acknowledged it, deliveries,
 //!   timeouts, lost messages, replies, applies, the effects and de-dup
-//!   records in the receiver's database, mark-done calls, the kills that
-//!   interrupted it and the violations that name it.
+//!   records in the receiver's database, mark-done calls, its lease steps
+//!   (claims, leases lost, acknowledgements with a fencing token), the kills
+//!   that interrupted it and the violations that name it.
 //! - Per workflow: its stored events folded through the reference `decide`
 //!   (what each one should emit, or why it does not fit), commits, inserts,
 //!   conflicts, kills and violations.
@@ -85,6 +86,48 @@ pub struct Delivery<'a> {
     pub dispatch: Option<bool>,
 }
 
+/// One lease step of a command (runs with leases), in trace order. Each
+/// variant is one trace op, so a new per-command op is one more variant
+/// here, one arm in `gather.rs` and one in `lifecycle.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseStep<'a> {
+    /// A worker claimed the row (`Op::Claim`).
+    Claimed {
+        tick: u64,
+        actor: ActorId,
+        owner: &'a str,
+        token: u64,
+        expires: u64,
+    },
+    /// The holder's lease expired before it sent the row (`Op::LeaseLost`).
+    Lost { tick: u64, actor: ActorId, token: u64 },
+    /// An acknowledgement with a fencing token (`Op::MarkDone` with
+    /// `token`): `changed` false is a late acknowledgement the store rejected
+    /// (or one for a row already done).
+    Acked {
+        tick: u64,
+        actor: ActorId,
+        token: u64,
+        changed: bool,
+    },
+}
+
+/// How an acknowledgement with a fencing token fared, judged against the
+/// claims of its row recorded before it: a token smaller than the latest
+/// claim's is stale (the lease had passed on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckFate {
+    /// The current holder's acknowledgement counted.
+    Accepted,
+    /// A stale acknowledgement counted: the mistake I8 is about.
+    StaleCounted,
+    /// A stale acknowledgement was rejected, as fencing should.
+    LateRejected,
+    /// The current holder's acknowledgement changed nothing (the row was
+    /// done already).
+    Unchanged,
+}
+
 /// Everything known about one command id.
 #[derive(Clone, Debug, Default)]
 pub struct CommandFacts<'a> {
@@ -112,6 +155,8 @@ pub struct CommandFacts<'a> {
     pub dedup: Vec<&'a Dedup>,
     /// Mark-done calls, as (tick, worker, changed).
     pub marks: Vec<(u64, ActorId, bool)>,
+    /// Claims, leases lost and fenced acknowledgements, in trace order.
+    pub leases: Vec<LeaseStep<'a>>,
     /// Key-conflict probes that reused one of its keys, by tick.
     pub probes: Vec<u64>,
     /// Indexes into `Facts::kills`.
@@ -160,6 +205,8 @@ pub struct Facts<'a> {
     pub commands: BTreeMap<String, CommandFacts<'a>>,
     pub workflows: BTreeMap<String, WorkflowFacts<'a>>,
     pub kills: Vec<Kill<'a>>,
+    /// Whether workers claimed rows with leases (the page then shows them).
+    pub leased: bool,
 }
 
 /// `wf:seq:index` → (wf, seq, index), if the id has that shape.
@@ -231,6 +278,30 @@ impl<'a> CommandFacts<'a> {
         } else {
             ""
         }
+    }
+
+    /// The fate of each lease step that is an acknowledgement, in step order.
+    pub fn ack_fates(&self) -> Vec<Option<AckFate>> {
+        let mut latest: Option<u64> = None;
+        self.leases
+            .iter()
+            .map(|step| match *step {
+                LeaseStep::Claimed { token, .. } => {
+                    latest = latest.max(Some(token));
+                    None
+                }
+                LeaseStep::Lost { .. } => None,
+                LeaseStep::Acked { token, changed, .. } => {
+                    let stale = latest.is_some_and(|latest| token < latest);
+                    Some(match (changed, stale) {
+                        (true, false) => AckFate::Accepted,
+                        (true, true) => AckFate::StaleCounted,
+                        (false, true) => AckFate::LateRejected,
+                        (false, false) => AckFate::Unchanged,
+                    })
+                }
+            })
+            .collect()
     }
 
     /// A one-word status and its CSS class.

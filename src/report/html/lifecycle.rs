@@ -4,15 +4,21 @@
 //! (a missing one shows as "missing"), and every key that took effect or was
 //! sent without an outbox row (a "ghost"). Rows a violation names come first
 //! and are highlighted; a checkbox hides the others (pure CSS, no script).
+//! In runs with leases a "leases" column lists each row's claims (owner,
+//! token, expiry), the leases its holders lost, and its acknowledgements
+//! with a fencing token: accepted, rejected as late, or (the I8 mistake)
+//! counted although stale. One match arm per `LeaseStep`.
 
 use std::fmt::Write;
 
 use super::Page;
-use super::facts::{CommandFacts, TxEnd};
+use super::facts::{AckFate, CommandFacts, LeaseStep, TxEnd};
 use super::text::{Esc, command_anchor, violation_anchor};
 
 /// Violations linked per row before "+n".
 const VIOLATION_LINKS_MAX: usize = 6;
+/// Lease steps listed per row before "+n more".
+const LEASE_STEPS_MAX: usize = 8;
 
 pub(super) fn write(out: &mut String, page: &Page<'_>) {
     let listed = page.facts.listed_commands();
@@ -22,16 +28,26 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         "<section id=\"commands\">\n<h2>Commands</h2>\n<p>{} command{} ({} named by violations, listed first). \
          Committed: the writer commits that acknowledged it. Delivered: sends by workers (and by writers \
          themselves, which only broken engines do). Applied: effect rows in the receiver's database, mapped \
-         to commands through the keys they were sent under. Done: the outbox row in the final database.</p>",
+         to commands through the keys they were sent under. Done: the outbox row in the final database.{}</p>",
         listed.len(),
         if listed.len() == 1 { "" } else { "s" },
-        involved
+        involved,
+        if page.facts.leased {
+            " Leases: each claim of the row (owner, fencing token, expiry), leases that expired before their \
+             holder sent the row, and acknowledgements with a token: accepted, rejected as late (the row had \
+             been claimed since with a greater token), counted although stale (a lease-safety violation), or \
+             changing nothing (the row was done already)."
+        } else {
+            ""
+        }
     );
-    out.push_str(
+    let _ = write!(
+        out,
         "<input type=\"checkbox\" id=\"only-involved\"> <label for=\"only-involved\">show only commands \
          named by violations</label>\n<table class=\"life\">\n<thead><tr><th>command_id</th><th>kind</th>\
-         <th>event</th><th>committed</th><th>delivered</th><th>applied</th><th>marked done</th>\
+         <th>event</th><th>committed</th><th>delivered</th><th>applied</th><th>marked done</th>{}\
          <th>final row</th><th>kills</th></tr></thead>\n<tbody>\n",
+        if page.facts.leased { "<th>leases</th>" } else { "" }
     );
     for facts in listed {
         row(out, page, facts);
@@ -202,7 +218,20 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
         }
         None => out.push_str("<span class=\"note\">never</span>"),
     }
+    let fates = facts.ack_fates();
+    let count = |fate: AckFate| fates.iter().filter(|each| **each == Some(fate)).count();
+    let (late, stale) = (count(AckFate::LateRejected), count(AckFate::StaleCounted));
+    if late > 0 {
+        let _ = write!(out, "<span class=\"sub warn\">{late} late ack(s) rejected</span>");
+    }
+    if stale > 0 {
+        let _ = write!(out, "<span class=\"sub bad\">{stale} stale ack(s) counted</span>");
+    }
     out.push_str("</td>");
+
+    if page.facts.leased {
+        leases(out, facts);
+    }
 
     // Final row.
     match facts.row {
@@ -233,4 +262,58 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
         );
     }
     out.push_str("</td></tr>\n");
+}
+
+/// The "leases" cell: one line per lease step, in trace order.
+fn leases(out: &mut String, facts: &CommandFacts<'_>) {
+    out.push_str("<td class=\"leases\">");
+    if facts.leases.is_empty() {
+        out.push_str("<span class=\"note\">never claimed</span>");
+    }
+    for (step, fate) in facts.leases.iter().zip(facts.ack_fates()).take(LEASE_STEPS_MAX) {
+        match *step {
+            LeaseStep::Claimed {
+                tick,
+                actor,
+                owner,
+                token,
+                expires,
+            } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub lease-claim\" title=\"{actor} claimed the row as {}\">tick {tick}: \
+                     claimed by {}, token {token}, until {expires}</span>",
+                    Esc(owner),
+                    Esc(owner)
+                );
+            }
+            LeaseStep::Lost { tick, actor, token } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub lease-lost warn\">tick {tick}: {actor} lost the lease (token {token}) \
+                     before sending</span>"
+                );
+            }
+            LeaseStep::Acked { tick, actor, token, .. } => {
+                let (class, verdict) = match fate {
+                    Some(AckFate::StaleCounted) => (
+                        "ack-stale-counted bad",
+                        "counted although stale (the row was claimed since)",
+                    ),
+                    Some(AckFate::LateRejected) => ("ack-rejected warn", "rejected as late"),
+                    Some(AckFate::Unchanged) => ("ack-unchanged", "changed nothing (done already)"),
+                    Some(AckFate::Accepted) | None => ("ack-accepted ok", "accepted"),
+                };
+                let _ = write!(
+                    out,
+                    "<span class=\"sub {class}\">tick {tick}: ack by {actor} with token {token} {verdict}</span>"
+                );
+            }
+        }
+    }
+    let more = facts.leases.len().saturating_sub(LEASE_STEPS_MAX);
+    if more > 0 {
+        let _ = write!(out, "<span class=\"sub\">+{more} more</span>");
+    }
+    out.push_str("</td>");
 }

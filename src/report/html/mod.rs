@@ -8,8 +8,8 @@
 //! | header | `header.rs` | scenario, seed, verdict, trace hash, fault mix, kills, the replay command |
 //! | violations | `violations.rs` | each violation, the kills that interrupted it, its trace lines |
 //! | … expected vs found | `expected.rs` | in each violation: the recovered rows next to what the checker expected |
-//! | timeline | `timeline/` | one swimlane per actor over simulated ticks (inline SVG) |
-//! | commands | `lifecycle.rs` | one row per command_id: committed, delivered, applied, marked done |
+//! | timeline | `timeline/` | one swimlane per actor over simulated ticks (inline SVG), with pauses and leases as spans |
+//! | commands | `lifecycle.rs` | one row per command_id: committed, delivered, applied, marked done; with leases, its claims and fenced acknowledgements |
 //!
 //! `facts.rs` gathers what they show in one pass over the trace and the
 //! snapshot (including which kill interrupted which command); `text.rs`
@@ -28,6 +28,8 @@ mod violations;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_leases;
 
 use std::fmt::Write;
 

@@ -11,26 +11,26 @@ use crate::runner::SeedResult;
 use crate::store::Outcome;
 use crate::trace::{Appended, Op, TraceEvent};
 
-fn writer(index: u32) -> ActorId {
+pub(super) fn writer(index: u32) -> ActorId {
     ActorId::new(Role::Writer, index)
 }
 
-fn worker(index: u32) -> ActorId {
+pub(super) fn worker(index: u32) -> ActorId {
     ActorId::new(Role::Worker, index)
 }
 
-fn receiver(index: u32) -> ActorId {
+pub(super) fn receiver(index: u32) -> ActorId {
     ActorId::new(Role::Receiver, index)
 }
 
-fn at(tick: u64, actor: ActorId, op: Op) -> TraceEvent {
+pub(super) fn at(tick: u64, actor: ActorId, op: Op) -> TraceEvent {
     TraceEvent { tick, actor, op }
 }
 
 /// A small run of workflow `w` whose first event committed with its command
 /// `w:1:0`, which was delivered and applied; then a writer killed before
 /// commit while holding `w:2:0`. Ids and payloads carry markup and quotes.
-fn hostile_result() -> SeedResult {
+pub(super) fn hostile_result() -> SeedResult {
     let workflow = "t<\"x\">";
     let command = format!("{workflow}:1:0");
     let second = format!("{workflow}:2:0");

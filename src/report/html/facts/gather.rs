@@ -36,6 +36,7 @@ impl<'a> Facts<'a> {
             commands: BTreeMap::new(),
             workflows: BTreeMap::new(),
             kills: Vec::new(),
+            leased: false,
         };
         facts.fold_workflows(snapshot);
         facts.add_snapshot(snapshot);
@@ -233,12 +234,47 @@ impl<'a> Facts<'a> {
                     self.command(command).replies.push((tick, actor, outcome));
                 }
                 Op::MarkDone {
-                    command_id, changed, ..
+                    command_id,
+                    changed,
+                    token,
                 } => {
                     state.delivering = Some((command_id, true));
-                    self.command(command_id).marks.push((tick, actor, *changed));
+                    let facts = self.command(command_id);
+                    facts.marks.push((tick, actor, *changed));
+                    if let Some(token) = *token {
+                        facts.leases.push(LeaseStep::Acked {
+                            tick,
+                            actor,
+                            token,
+                            changed: *changed,
+                        });
+                    }
                 }
-                Op::Pending { .. } | Op::Claim { .. } => state.delivering = None,
+                Op::Claim {
+                    owner,
+                    expires,
+                    claimed,
+                } => {
+                    state.delivering = None;
+                    self.leased = true;
+                    for claim in claimed {
+                        self.command(&claim.command_id).leases.push(LeaseStep::Claimed {
+                            tick,
+                            actor,
+                            owner,
+                            token: claim.token,
+                            expires: *expires,
+                        });
+                    }
+                }
+                Op::LeaseLost { command_id, token } => {
+                    self.command(command_id).leases.push(LeaseStep::Lost {
+                        tick,
+                        actor,
+                        token: *token,
+                    });
+                }
+                Op::Pending { .. } => state.delivering = None,
                 Op::Receive { key, .. } => state.handling = Some(key),
                 Op::Respond { .. } => state.handling = None,
                 Op::Apply { key, effect_id, .. } => {

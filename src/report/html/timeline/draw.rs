@@ -8,6 +8,7 @@ use super::super::Page;
 use super::super::text::{Esc, clip, command_anchor, tick_anchor, violation_anchor};
 use super::axis::Axis;
 use super::mark::{Mark, classify};
+use super::span::Kind;
 use super::{Bin, FOLD_PX, GAP_TICKS, LANE_PX, TITLE_CHARS_MAX, TOP_PX, VIOLATION_BANDS_MAX, VIOLATION_LABELS_MAX};
 use crate::actors::ActorId;
 use crate::trace::{Op, TraceEvent, render};
@@ -46,7 +47,8 @@ pub(super) fn bar(out: &mut String, events: &[TraceEvent], axis: &Axis, lane_y: 
     );
 }
 
-pub(super) fn legend(out: &mut String, axis: &Axis) {
+/// The legend: kills, down spans, the span kinds the run has, every mark.
+pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind]) {
     out.push_str("<div class=\"legend\">");
     let swatch = |out: &mut String, color: &str, text: &str| {
         let _ = write!(out, "<span><i style=\"background:{color}\"></i>{text}</span>");
@@ -57,6 +59,9 @@ pub(super) fn legend(out: &mut String, axis: &Axis) {
         "repeating-linear-gradient(45deg,#fce8e6 0 3px,#f28b82 3px 5px)",
         "actor down",
     );
+    for kind in spans {
+        swatch(out, kind.color(), kind.name());
+    }
     for mark in Mark::ALL {
         let color = match mark {
             Mark::Busy => "#c4c7c5",
@@ -72,6 +77,7 @@ pub(super) fn legend(out: &mut String, axis: &Axis) {
             Mark::Commit => "#1a57c4",
             Mark::Apply => "#188038",
             Mark::Done => "#202124",
+            Mark::LateAck => "#b3261e",
             Mark::Open => "#34a853",
         };
         swatch(out, color, mark.name());

@@ -23,11 +23,12 @@ pub(super) enum Mark {
     Commit,
     Apply,
     Done,
+    LateAck,
     Open,
 }
 
 impl Mark {
-    pub(super) const ALL: [Mark; 15] = [
+    pub(super) const ALL: [Mark; 16] = [
         Mark::Commit,
         Mark::Conflict,
         Mark::Send,
@@ -39,6 +40,7 @@ impl Mark {
         Mark::Duplicate,
         Mark::KeyConflict,
         Mark::Done,
+        Mark::LateAck,
         Mark::Probe,
         Mark::Failed,
         Mark::Open,
@@ -66,6 +68,7 @@ impl Mark {
             Mark::Commit => "commit",
             Mark::Apply => "apply",
             Mark::Done => "mark",
+            Mark::LateAck => "lateack",
             Mark::Open => "open",
         }
     }
@@ -86,6 +89,7 @@ impl Mark {
             Mark::Commit => "commit (event + commands)",
             Mark::Apply => "effect applied",
             Mark::Done => "outbox row marked done",
+            Mark::LateAck => "acknowledgement with a token rejected (late, or done already)",
             Mark::Open => "open / restart",
         }
     }
@@ -114,6 +118,11 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::Dispatch { .. } => Mark::Dispatch,
         Op::Reply { .. } => Mark::Reply,
         Op::Timeout { .. } => Mark::Timeout,
+        Op::MarkDone {
+            token: Some(_),
+            changed: false,
+            ..
+        } => Mark::LateAck,
         Op::MarkDone { .. } => Mark::Done,
         Op::Apply { .. } => Mark::Apply,
         Op::Lookup { found, .. } => match found {
@@ -152,7 +161,10 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Duplicated { .. }
         | Op::Probe { .. }
         | Op::ProbeReply { .. }
-        | Op::Dispatch { .. } => true,
+        | Op::Dispatch { .. }
+        | Op::Pause { .. }
+        | Op::Claim { .. }
+        | Op::LeaseLost { .. } => true,
         Op::Commit { appended } => !appended.is_empty(),
         Op::Lookup { found, .. } => !matches!(found, Lookup::New),
         _ => false,

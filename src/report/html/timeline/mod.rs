@@ -14,6 +14,12 @@
 //! - busy steps and failures, which come in long runs, are drawn as bars
 //!   over adjacent bins.
 //!
+//! Pauses and leases are spans on their actor's lane (`span.rs`): a pause
+//! covers the lane for its ticks, a lease claim runs as a strip from the
+//! claim to its expiry with the claimed rows and their fencing tokens in the
+//! tooltip; both ends stay unfolded. A late acknowledgement the store
+//! rejected has a mark of its own.
+//!
 //! Kills are drawn one by one, in red with their kill point, over the
 //! hatched span the actor stayed down; kills that interrupted something a
 //! violation is about are outlined. Violation ticks are yellow lines under
@@ -22,11 +28,13 @@
 //! so they stay in view.
 //!
 //! Files: this one (the lanes and marks of a page), `mark.rs` (what a step
-//! is drawn as), `axis.rs` (ticks to x, folds), `draw.rs` (the parts).
+//! is drawn as), `span.rs` (what lasts: pauses, leases), `axis.rs` (ticks
+//! to x, folds), `draw.rs` (the parts).
 
 mod axis;
 mod draw;
 mod mark;
+mod span;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -99,6 +107,11 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         .map(|violation| super::violations::marked_ticks(page, violation))
         .collect();
     notable.extend(marked.iter().flatten().copied());
+    let spans = span::spans(events);
+    for span in &spans {
+        notable.insert(span.from);
+        notable.insert(span.to);
+    }
     for event in events {
         if eventful(&event.op) {
             notable.insert(event.tick);
@@ -136,7 +149,11 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     let height = TOP_PX + lanes.len() as f64 * LANE_PITCH_PX + 6.0;
     let lanes_bottom = height - 6.0;
 
-    legend(out, &axis);
+    let span_kinds: Vec<span::Kind> = span::Kind::ALL
+        .into_iter()
+        .filter(|kind| spans.iter().any(|span| span.kind == *kind))
+        .collect();
+    legend(out, &axis, &span_kinds);
 
     // Kills per lane, for the labels.
     let mut kills_per_lane: BTreeMap<ActorId, usize> = BTreeMap::new();
@@ -202,6 +219,8 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
             kill.back.map_or("the end".to_string(), |tick| tick.to_string())
         );
     }
+
+    span::draw(out, &spans, &axis, &lane_y);
 
     // Ordinary marks, grouped; draw order by mark kind so state changes sit on top.
     let mut ordered: Vec<_> = groups.iter().collect();

@@ -1,0 +1,156 @@
+//! Spans: intervals drawn on an actor's lane, from the trace line that
+//! starts them to the tick they end at. A pause covers the paused actor's
+//! lane for its `ticks`; a lease claim covers the claiming worker's lane
+//! from the claim to its expiry, with the command ids and fencing tokens in
+//! its tooltip.
+//!
+//! Each kind of span is one trace op: `span` has one match arm per op, and
+//! `Span::class` and `Span::name` one per kind, so an op that lasts (a
+//! timer, say) is a small change here and nowhere else but the CSS.
+
+use std::fmt::Write;
+
+use super::super::text::{Esc, clip};
+use super::axis::Axis;
+use super::{LANE_PX, TITLE_CHARS_MAX};
+use crate::actors::ActorId;
+use crate::trace::{Op, TraceEvent};
+
+/// Command ids listed in a claim's tooltip before "… n more".
+const CLAIMED_LISTED_MAX: usize = 8;
+
+/// What a span stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Kind {
+    /// The simulator paused the actor (`Op::Pause`).
+    Pause,
+    /// A worker holds a lease on the rows it claimed (`Op::Claim`).
+    Lease,
+}
+
+impl Kind {
+    pub(super) const ALL: [Kind; 2] = [Kind::Pause, Kind::Lease];
+
+    pub(super) fn class(self) -> &'static str {
+        match self {
+            Kind::Pause => "pause",
+            Kind::Lease => "lease",
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kind::Pause => "paused (connection and memory kept)",
+            Kind::Lease => "lease held (claim → expiry)",
+        }
+    }
+
+    /// The legend's swatch.
+    pub(super) fn color(self) -> &'static str {
+        match self {
+            Kind::Pause => "rgba(251,188,4,.45)",
+            Kind::Lease => "rgba(26,115,232,.25)",
+        }
+    }
+
+    /// Vertical placement in the lane, as (offset, height): a pause over
+    /// the whole lane, a lease as a strip along its middle, so a pause
+    /// inside a lease shows both.
+    fn band(self) -> (f64, f64) {
+        match self {
+            Kind::Pause => (0.0, LANE_PX),
+            Kind::Lease => (LANE_PX / 2.0 - 3.0, 6.0),
+        }
+    }
+}
+
+/// One interval on one lane.
+pub(super) struct Span {
+    pub(super) kind: Kind,
+    pub(super) actor: ActorId,
+    pub(super) from: u64,
+    pub(super) to: u64,
+    /// The label drawn in the span (if it fits) and leading its tooltip.
+    label: String,
+    /// The rest of the tooltip, unescaped.
+    detail: String,
+}
+
+/// The span a trace line starts, if any.
+pub(super) fn span(event: &TraceEvent) -> Option<Span> {
+    let (tick, actor) = (event.tick, event.actor);
+    match &event.op {
+        Op::Pause { ticks } => Some(Span {
+            kind: Kind::Pause,
+            actor,
+            from: tick,
+            to: tick.saturating_add(*ticks),
+            label: format!("⏸ {ticks}"),
+            detail: format!("paused for {ticks} ticks, to tick {}", tick.saturating_add(*ticks)),
+        }),
+        Op::Claim {
+            owner,
+            expires,
+            claimed,
+        } if !claimed.is_empty() => {
+            let mut detail = format!("{owner} claimed until tick {expires}:");
+            for claim in claimed.iter().take(CLAIMED_LISTED_MAX) {
+                let _ = write!(detail, "\n{} token={}", claim.command_id, claim.token);
+            }
+            if claimed.len() > CLAIMED_LISTED_MAX {
+                let _ = write!(detail, "\n… {} more", claimed.len() - CLAIMED_LISTED_MAX);
+            }
+            let tokens: Vec<String> = claimed.iter().map(|claim| claim.token.to_string()).collect();
+            Some(Span {
+                kind: Kind::Lease,
+                actor,
+                from: tick,
+                to: *expires,
+                label: format!("⚿ {}", tokens.join(",")),
+                detail,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Every span of the trace, in trace order.
+pub(super) fn spans(events: &[TraceEvent]) -> Vec<Span> {
+    events.iter().filter_map(span).collect()
+}
+
+/// Draws the spans (under the marks), pauses last so they sit over leases.
+pub(super) fn draw(out: &mut String, spans: &[Span], axis: &Axis, lane_y: &dyn Fn(ActorId) -> f64) {
+    for kind in Kind::ALL.into_iter().rev() {
+        for span in spans.iter().filter(|span| span.kind == kind) {
+            let (offset, band) = kind.band();
+            let from = axis.x(span.from);
+            let width = (axis.x(span.to) - from).max(1.0);
+            let y = lane_y(span.actor) + offset;
+            let _ = write!(
+                out,
+                "<g class=\"span {}\"><rect x=\"{from:.1}\" y=\"{y:.0}\" width=\"{width:.1}\" height=\"{band:.0}\"/>",
+                kind.class()
+            );
+            // A label only where it fits (about 6 px a character).
+            if width >= span.label.chars().count() as f64 * 6.0 + 4.0 {
+                let _ = write!(
+                    out,
+                    "<text class=\"spantext\" x=\"{:.1}\" y=\"{:.0}\">{}</text>",
+                    from + 2.0,
+                    lane_y(span.actor) + 12.0,
+                    Esc(&span.label)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "<title>{} · ticks {}–{}: {}\n{}</title></g>",
+                span.actor,
+                span.from,
+                span.to,
+                Esc(kind.name()),
+                Esc(&clip(&span.detail, TITLE_CHARS_MAX * (CLAIMED_LISTED_MAX + 2)))
+            );
+        }
+    }
+}
