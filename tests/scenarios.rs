@@ -159,3 +159,25 @@ fn group_commit_refuses_leases() {
         "{message}"
     );
 }
+
+/// The demonstration of mistake 12's hazard: `retries.toml`'s timers with a
+/// de-dup retention far below the retry horizon (accepted only because it
+/// is a demonstration). The reference receiver itself then applies a late
+/// retry twice (I2), within a few seeds.
+#[test]
+fn short_retention_lets_the_reference_apply_a_late_retry_twice() {
+    let loaded = load("scenarios/demonstrations/short_retention.toml");
+    let dir = work_dir();
+    let options = common::options(dir.path());
+    let caught = (0..20).find(|seed| {
+        let result = crashsim::runner::run_seed(&loaded, *seed, &options).unwrap();
+        result
+            .violations
+            .iter()
+            .any(|violation| violation.invariant == crashsim::check::Invariant::I2)
+    });
+    assert!(
+        caught.is_some(),
+        "a retention below the horizon must show a double effect (I2)"
+    );
+}

@@ -24,6 +24,8 @@ pub struct ReceiverActor {
     current: Option<Handling>,
     /// With a retention: the tick of this life's last purge.
     purged_at: Option<u64>,
+    /// Whether this life's last step was a purge.
+    just_purged: bool,
 }
 
 struct Handling {
@@ -52,6 +54,7 @@ impl ReceiverActor {
             inbox: VecDeque::new(),
             current: None,
             purged_at: None,
+            just_purged: false,
         }
     }
 
@@ -70,8 +73,12 @@ impl ReceiverActor {
     }
 
     pub fn step(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        // A purge never takes two steps in a row: however short the
+        // retention, a waiting request is taken up between two purges.
+        let just_purged = std::mem::take(&mut self.just_purged);
         if self.current.is_none()
             && !self.inbox.is_empty()
+            && !just_purged
             && let Some(retention) = ctx.world.dedup_retention_ticks
             && self
                 .purged_at
@@ -81,6 +88,7 @@ impl ReceiverActor {
             return match purged {
                 Ok(removed) => {
                     self.purged_at = Some(ctx.now);
+                    self.just_purged = true;
                     ctx.record(Op::DedupPurged {
                         before: ctx.now.saturating_sub(retention),
                         removed,

@@ -85,6 +85,10 @@ impl Scenario {
         let mut plan = self.faults.plan();
         plan.power_loss = self.power.loss;
         plan.pause = self.faults.pause.map_or(Ratio::ZERO, |pause| pause.rate);
+        if let Some(skew) = self.faults.skew {
+            plan.skew_ticks = skew.max_ticks;
+            plan.clock_step = skew.step_rate;
+        }
         plan
     }
 
@@ -377,6 +381,7 @@ impl Faults {
         let mut plan = FaultPlan::fixed(self.kill_rates(), self.net.drop, self.net.duplicate, self.key_conflict);
         plan.receiver_retryable = self.receiver.retryable;
         plan.net_retryable = self.net.retryable;
+        plan.poison = self.receiver.poison;
         plan
     }
 

@@ -204,6 +204,15 @@ pub struct FaultPlan {
     /// Chance that a confirmed reply becomes a retryable error (`[faults.net] retryable`).
     #[serde(skip_serializing_if = "zero")]
     pub net_retryable: Ratio,
+    /// Share of commands a receiver refuses every time (`[faults.receiver] poison`).
+    #[serde(skip_serializing_if = "zero")]
+    pub poison: Ratio,
+    /// The bound on every actor's clock offset (`[faults.skew] max_ticks`); 0: no skew.
+    #[serde(skip_serializing_if = "is_zero_ticks")]
+    pub skew_ticks: u64,
+    /// Chance per actor step that its clock steps (`[faults.skew] step_rate`).
+    #[serde(skip_serializing_if = "zero")]
+    pub clock_step: Ratio,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
 }
@@ -220,6 +229,9 @@ impl FaultPlan {
             pause: Ratio::ZERO,
             receiver_retryable: Ratio::ZERO,
             net_retryable: Ratio::ZERO,
+            poison: Ratio::ZERO,
+            skew_ticks: 0,
+            clock_step: Ratio::ZERO,
             swarm: false,
         }
     }
@@ -267,9 +279,16 @@ impl FaultPlan {
             ("pause", self.pause),
             ("receiver.retryable", self.receiver_retryable),
             ("net.retryable", self.net_retryable),
+            ("receiver.poison", self.poison),
         ] {
             if !rate.is_zero() {
                 parts.push(format!("{name}={rate}"));
+            }
+        }
+        if self.skew_ticks > 0 {
+            parts.push(format!("skew=±{}", self.skew_ticks));
+            if !self.clock_step.is_zero() {
+                parts.push(format!("clock.step={}", self.clock_step));
             }
         }
         if parts.is_empty() {
@@ -282,6 +301,10 @@ impl FaultPlan {
 
 fn zero(ratio: &Ratio) -> bool {
     ratio.is_zero()
+}
+
+fn is_zero_ticks(ticks: &u64) -> bool {
+    *ticks == 0
 }
 
 /// How often each kill point was reached and how often it fired.

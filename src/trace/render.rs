@@ -38,7 +38,7 @@ pub fn describe(op: &Op) -> String {
         Op::Kill { point } => format!("** KILL at {point} **"),
         Op::Restart { incarnation } => format!("restart (life {incarnation})"),
         Op::Quiet => "== quiet phase: faults off, everyone restarts ==".to_string(),
-        Op::Settled => "== settled: all workflows terminal, outbox drained ==".to_string(),
+        Op::Settled => "== settled: all workflows terminal or waiting on a dead letter, outbox drained ==".to_string(),
         Op::Heads { candidates } => format!("heads: {candidates} candidate(s)"),
         Op::Load {
             workflow_id,
