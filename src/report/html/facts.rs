@@ -7,7 +7,9 @@
 //!   timeouts, lost messages, replies, applies, the effects and de-dup
 //!   records in the receiver's database, mark-done calls, its lease steps
 //!   (claims, leases lost, acknowledgements with a fencing token), the kills
-//!   that interrupted it and the violations that name it.
+//!   that interrupted it and the violations that name it; with retry timers,
+//!   its retry steps (timers stored with their backoff, refusals, replies the
+//!   network replaced with an error, the dead letter).
 //! - Per workflow: its stored events folded through the reference `decide`
 //!   (what each one should emit, or why it does not fit), commits, inserts,
 //!   conflicts, kills and violations.
@@ -112,6 +114,49 @@ pub enum LeaseStep<'a> {
     },
 }
 
+/// One retry step of a command (runs with `[retries]`), in trace order.
+/// Like `LeaseStep`, each variant is one trace op: one arm in `gather.rs`
+/// and one in `lifecycle.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryStep<'a> {
+    /// A receiver refused the request retryably before doing anything
+    /// (`Op::Refuse`); `poison`: it refuses this key every time.
+    Refused {
+        tick: u64,
+        actor: ActorId,
+        error: &'a str,
+        poison: bool,
+    },
+    /// The network replaced the receiver's confirmed reply (its effect is
+    /// committed) with a retryable error (`Op::ReplyReplaced`).
+    Replaced {
+        tick: u64,
+        actor: ActorId,
+        to: ActorId,
+        error: &'a str,
+    },
+    /// A worker stored the timer of the `attempt`-th failure, due again at
+    /// `next_at` by the clock the store read (`Op::RetryScheduled`).
+    Scheduled {
+        tick: u64,
+        actor: ActorId,
+        attempt: u32,
+        next_at: u64,
+        error: &'a str,
+    },
+    /// The failure changed nothing: done or dead-lettered already, or the
+    /// lease passed on (`Op::RetryUnchanged`).
+    Unchanged { tick: u64, actor: ActorId, error: &'a str },
+    /// The last allowed failure: the row waits for a person, never done
+    /// (`Op::DeadLettered`).
+    DeadLettered {
+        tick: u64,
+        actor: ActorId,
+        attempts: u32,
+        error: &'a str,
+    },
+}
+
 /// How an acknowledgement with a fencing token fared, judged against the
 /// claims of its row recorded before it: a token smaller than the latest
 /// claim's is stale (the lease had passed on).
@@ -157,6 +202,9 @@ pub struct CommandFacts<'a> {
     pub marks: Vec<(u64, ActorId, bool)>,
     /// Claims, leases lost and fenced acknowledgements, in trace order.
     pub leases: Vec<LeaseStep<'a>>,
+    /// Refusals, replaced replies, stored timers and the dead letter, in
+    /// trace order.
+    pub retries: Vec<RetryStep<'a>>,
     /// Key-conflict probes that reused one of its keys, by tick.
     pub probes: Vec<u64>,
     /// Indexes into `Facts::kills`.
@@ -207,6 +255,8 @@ pub struct Facts<'a> {
     pub kills: Vec<Kill<'a>>,
     /// Whether workers claimed rows with leases (the page then shows them).
     pub leased: bool,
+    /// Whether the trace has retry steps (the page then shows them).
+    pub retried: bool,
 }
 
 /// `wf:seq:index` → (wf, seq, index), if the id has that shape.
@@ -304,9 +354,21 @@ impl<'a> CommandFacts<'a> {
             .collect()
     }
 
-    /// A one-word status and its CSS class.
+    /// The dead letter, as (tick, attempts, error), if the row got one.
+    pub fn dead_letter(&self) -> Option<(u64, u32, &'a str)> {
+        self.retries.iter().find_map(|step| match *step {
+            RetryStep::DeadLettered {
+                tick, attempts, error, ..
+            } => Some((tick, attempts, error)),
+            _ => None,
+        })
+    }
+
+    /// A one-word status and its CSS class. A dead-lettered row waits for a
+    /// person: `manual`, neither done nor pending.
     pub fn status(&self) -> (&'static str, &'static str) {
         match self.row {
+            Some(row) if !row.done && self.dead_letter().is_some() => ("dead-lettered", "manual"),
             None if self.expected.is_some() => ("missing", "bad"),
             None => ("ghost", "bad"),
             Some(_) if self.event.is_none() => ("orphan", "bad"),

@@ -8,17 +8,24 @@
 //! token, expiry), the leases its holders lost, and its acknowledgements
 //! with a fencing token: accepted, rejected as late, or (the I8 mistake)
 //! counted although stale. One match arm per `LeaseStep`.
+//! In runs with retry timers a "retries" column lists each row's refusals,
+//! replies the network replaced with an error, its failed attempts with
+//! their backoff (stored at a tick, due at another) and its dead letter,
+//! which is drawn as waiting for a person, never as done. One match arm per
+//! `RetryStep`.
 
 use std::fmt::Write;
 
 use super::Page;
-use super::facts::{AckFate, CommandFacts, LeaseStep, TxEnd};
+use super::facts::{AckFate, CommandFacts, LeaseStep, RetryStep, TxEnd};
 use super::text::{Esc, command_anchor, violation_anchor};
 
 /// Violations linked per row before "+n".
 const VIOLATION_LINKS_MAX: usize = 6;
 /// Lease steps listed per row before "+n more".
 const LEASE_STEPS_MAX: usize = 8;
+/// Retry steps listed per row before "+n more" (the dead letter always shows).
+const RETRY_STEPS_MAX: usize = 8;
 
 pub(super) fn write(out: &mut String, page: &Page<'_>) {
     let listed = page.facts.listed_commands();
@@ -28,7 +35,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         "<section id=\"commands\">\n<h2>Commands</h2>\n<p>{} command{} ({} named by violations, listed first). \
          Committed: the writer commits that acknowledged it. Delivered: sends by workers (and by writers \
          themselves, which only broken engines do). Applied: effect rows in the receiver's database, mapped \
-         to commands through the keys they were sent under. Done: the outbox row in the final database.{}</p>",
+         to commands through the keys they were sent under. Done: the outbox row in the final database.{}{}</p>",
         listed.len(),
         if listed.len() == 1 { "" } else { "s" },
         involved,
@@ -39,15 +46,23 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
              changing nothing (the row was done already)."
         } else {
             ""
+        },
+        if page.facts.retried {
+            " Retries: refusals by the receiver, confirmed replies the network replaced with an error, each \
+             failed attempt with its backoff (the timer stored at a tick, due again at another, by the clock \
+             the store read), and the dead letter: the row then waits for a person and is never done."
+        } else {
+            ""
         }
     );
     let _ = write!(
         out,
         "<input type=\"checkbox\" id=\"only-involved\"> <label for=\"only-involved\">show only commands \
          named by violations</label>\n<table class=\"life\">\n<thead><tr><th>command_id</th><th>kind</th>\
-         <th>event</th><th>committed</th><th>delivered</th><th>applied</th><th>marked done</th>{}\
+         <th>event</th><th>committed</th><th>delivered</th><th>applied</th><th>marked done</th>{}{}\
          <th>final row</th><th>kills</th></tr></thead>\n<tbody>\n",
-        if page.facts.leased { "<th>leases</th>" } else { "" }
+        if page.facts.leased { "<th>leases</th>" } else { "" },
+        if page.facts.retried { "<th>retries</th>" } else { "" }
     );
     for facts in listed {
         row(out, page, facts);
@@ -232,10 +247,16 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
     if page.facts.leased {
         leases(out, facts);
     }
+    if page.facts.retried {
+        retries(out, facts);
+    }
 
     // Final row.
     match facts.row {
         None => out.push_str("<td><span class=\"bad\">no row</span></td>"),
+        Some(row) if !row.done && facts.dead_letter().is_some() => {
+            out.push_str("<td><span class=\"manual\">dead-lettered: waiting for a person</span></td>");
+        }
         Some(row) if !row.done => out.push_str("<td><span class=\"warn\">pending</span></td>"),
         Some(row) => {
             let _ = write!(
@@ -314,6 +335,82 @@ fn leases(out: &mut String, facts: &CommandFacts<'_>) {
     let more = facts.leases.len().saturating_sub(LEASE_STEPS_MAX);
     if more > 0 {
         let _ = write!(out, "<span class=\"sub\">+{more} more</span>");
+    }
+    out.push_str("</td>");
+}
+
+/// The "retries" cell: one line per retry step, in trace order; the dead
+/// letter last and always, even past `RETRY_STEPS_MAX`.
+fn retries(out: &mut String, facts: &CommandFacts<'_>) {
+    out.push_str("<td class=\"retries\">");
+    if facts.retries.is_empty() {
+        out.push_str("<span class=\"note\">no retry</span>");
+    }
+    let listed = facts
+        .retries
+        .iter()
+        .filter(|step| !matches!(step, RetryStep::DeadLettered { .. }))
+        .collect::<Vec<_>>();
+    for step in listed.iter().take(RETRY_STEPS_MAX) {
+        match **step {
+            RetryStep::Refused {
+                tick,
+                actor,
+                error,
+                poison,
+            } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub retry-refused warn\">tick {tick}: refused by {actor}: {}{}</span>",
+                    Esc(error),
+                    if poison { " (poisoned: refused every time)" } else { "" }
+                );
+            }
+            RetryStep::Replaced { tick, actor, to, error } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub retry-replaced warn\">tick {tick}: {actor}&#39;s confirmed reply to {to} \
+                     replaced by the network: {} (the effect is committed)</span>",
+                    Esc(error)
+                );
+            }
+            RetryStep::Scheduled {
+                tick,
+                actor,
+                attempt,
+                next_at,
+                error,
+            } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub retry-scheduled\">attempt {attempt} failed at tick {tick}: {}; \
+                     backoff → due at tick {next_at} ({actor})</span>",
+                    Esc(error)
+                );
+            }
+            RetryStep::Unchanged { tick, actor, error } => {
+                let _ = write!(
+                    out,
+                    "<span class=\"sub retry-unchanged\">tick {tick}: {actor}&#39;s failure ({}) changed \
+                     nothing (done, dead-lettered, or lease passed on)</span>",
+                    Esc(error)
+                );
+            }
+            RetryStep::DeadLettered { .. } => {}
+        }
+    }
+    let more = listed.len().saturating_sub(RETRY_STEPS_MAX);
+    if more > 0 {
+        let _ = write!(out, "<span class=\"sub\">+{more} more</span>");
+    }
+    if let Some((tick, attempts, error)) = facts.dead_letter() {
+        let _ = write!(
+            out,
+            "<span class=\"sub dead-letter manual\">tick {tick}: dead-lettered after {attempts} attempt{}: {} \
+             (waiting for a person; never done)</span>",
+            if attempts == 1 { "" } else { "s" },
+            Esc(error)
+        );
     }
     out.push_str("</td>");
 }

@@ -8,8 +8,8 @@
 //! | header | `header.rs` | scenario, seed, verdict, trace hash, fault mix, kills, the replay command |
 //! | violations | `violations.rs` | each violation, the kills that interrupted it, its trace lines |
 //! | … expected vs found | `expected.rs` | in each violation: the recovered rows next to what the checker expected |
-//! | timeline | `timeline/` | one swimlane per actor over simulated ticks (inline SVG), with pauses and leases as spans |
-//! | commands | `lifecycle.rs` | one row per command_id: committed, delivered, applied, marked done; with leases, its claims and fenced acknowledgements |
+//! | timeline | `timeline/` | one swimlane per actor over simulated ticks (inline SVG), with pauses, leases and retry backoffs as spans; dead letters, de-dup purges and clock steps as marks; a skewed clock's offset on its lane label |
+//! | commands | `lifecycle.rs` | one row per command_id: committed, delivered, applied, marked done; with leases, its claims and fenced acknowledgements; with retry timers, its refusals, replaced replies, attempts with their backoff and its dead letter |
 //!
 //! `facts.rs` gathers what they show in one pass over the trace and the
 //! snapshot (including which kill interrupted which command); `text.rs`
@@ -30,6 +30,8 @@ mod violations;
 mod tests;
 #[cfg(test)]
 mod tests_leases;
+#[cfg(test)]
+mod tests_timers;
 
 use std::fmt::Write;
 

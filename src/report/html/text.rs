@@ -79,6 +79,15 @@ pub fn tick_link(tick: u64) -> String {
     format!("<a href=\"#{}\">{tick}</a>", tick_anchor(tick))
 }
 
+/// A signed number as people write it: "+7", "−5" (a minus sign), "0".
+pub fn signed(value: i64) -> String {
+    match value {
+        0 => "0".to_string(),
+        v if v > 0 => format!("+{v}"),
+        v => format!("−{}", v.unsigned_abs()),
+    }
+}
+
 /// At most `max` characters of `text`, with an ellipsis if cut.
 pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -106,6 +115,14 @@ mod tests {
         assert_eq!(command_anchor("trip-006:3:0"), "cmd-trip-006:3:0");
         assert_eq!(anchor("k", "a b\"<"), "k-a_20b_22_3c");
         assert_ne!(anchor("k", "a_20"), anchor("k", "a "));
+    }
+
+    #[test]
+    fn signs_numbers_with_a_minus_sign() {
+        assert_eq!(signed(7), "+7");
+        assert_eq!(signed(-12), "−12");
+        assert_eq!(signed(0), "0");
+        assert_eq!(signed(i64::MIN), "−9223372036854775808");
     }
 
     #[test]

@@ -37,6 +37,7 @@ impl<'a> Facts<'a> {
             workflows: BTreeMap::new(),
             kills: Vec::new(),
             leased: false,
+            retried: false,
         };
         facts.fold_workflows(snapshot);
         facts.add_snapshot(snapshot);
@@ -274,6 +275,56 @@ impl<'a> Facts<'a> {
                         token: *token,
                     });
                 }
+                Op::Refuse { key, error, poison, .. } => {
+                    let step = RetryStep::Refused {
+                        tick,
+                        actor,
+                        error,
+                        poison: *poison,
+                    };
+                    self.retry(key, step);
+                }
+                Op::ReplyReplaced { key, to, error } => {
+                    let step = RetryStep::Replaced {
+                        tick,
+                        actor,
+                        to: *to,
+                        error,
+                    };
+                    self.retry(key, step);
+                }
+                Op::RetryScheduled {
+                    command_id,
+                    attempt,
+                    next_at,
+                    error,
+                    ..
+                } => {
+                    let step = RetryStep::Scheduled {
+                        tick,
+                        actor,
+                        attempt: *attempt,
+                        next_at: *next_at,
+                        error,
+                    };
+                    self.retry(command_id, step);
+                }
+                Op::RetryUnchanged { command_id, error, .. } => {
+                    self.retry(command_id, RetryStep::Unchanged { tick, actor, error });
+                }
+                Op::DeadLettered {
+                    command_id,
+                    attempts,
+                    error,
+                } => {
+                    let step = RetryStep::DeadLettered {
+                        tick,
+                        actor,
+                        attempts: *attempts,
+                        error,
+                    };
+                    self.retry(command_id, step);
+                }
                 Op::Pending { .. } => state.delivering = None,
                 Op::Receive { key, .. } => state.handling = Some(key),
                 Op::Respond { .. } => state.handling = None,
@@ -295,6 +346,13 @@ impl<'a> Facts<'a> {
                 _ => {}
             }
         }
+    }
+
+    /// Records a retry step of the command `key` was sent for.
+    fn retry(&mut self, key: &str, step: RetryStep<'a>) {
+        self.retried = true;
+        let command = self.history.command_of(key).to_string();
+        self.command(&command).retries.push(step);
     }
 
     /// Records how a writer's transaction ended for each row it inserted.

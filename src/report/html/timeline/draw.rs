@@ -1,7 +1,7 @@
 //! Drawing the timeline's parts: bars of repeated steps, the legend, folds,
 //! the tick axis, the phases, kills and violation lines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::super::Page;
@@ -47,8 +47,9 @@ pub(super) fn bar(out: &mut String, events: &[TraceEvent], axis: &Axis, lane_y: 
     );
 }
 
-/// The legend: kills, down spans, the span kinds the run has, every mark.
-pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind]) {
+/// The legend: kills, down spans, the span kinds the run has, every mark
+/// but those of optional features the run does not have (`present`).
+pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind], present: &BTreeSet<Mark>) {
     out.push_str("<div class=\"legend\">");
     let swatch = |out: &mut String, color: &str, text: &str| {
         let _ = write!(out, "<span><i style=\"background:{color}\"></i>{text}</span>");
@@ -63,6 +64,9 @@ pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind]) {
         swatch(out, kind.color(), kind.name());
     }
     for mark in Mark::ALL {
+        if mark.optional() && !present.contains(&mark) {
+            continue;
+        }
         let color = match mark {
             Mark::Busy => "#c4c7c5",
             Mark::Send => "#7b1fa2",
@@ -78,6 +82,9 @@ pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind]) {
             Mark::Apply => "#188038",
             Mark::Done => "#202124",
             Mark::LateAck => "#b3261e",
+            Mark::Purge => "#5f6368",
+            Mark::ClockStep => "#0b8fa8",
+            Mark::DeadLetter => "#6a1b9a",
             Mark::Open => "#34a853",
         };
         swatch(out, color, mark.name());

@@ -1,10 +1,13 @@
 //! What each trace line is drawn as: its mark (kind, draw order, CSS class,
-//! band in the lane), and which steps change state (folding keeps those).
+//! band in the lane), its tooltip line, and which steps change state
+//! (folding keeps those). Marks of optional features (retry timers, clock
+//! faults) are in the legend only when the run has them.
 
+use super::super::text::signed;
 use super::LANE_PX;
 use crate::actors::ActorId;
 use crate::store::Lookup;
-use crate::trace::{Op, TraceEvent};
+use crate::trace::{Op, TraceEvent, render};
 
 /// What a mark stands for; also its draw order (later on top) and CSS class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -24,11 +27,14 @@ pub(super) enum Mark {
     Apply,
     Done,
     LateAck,
+    Purge,
+    ClockStep,
+    DeadLetter,
     Open,
 }
 
 impl Mark {
-    pub(super) const ALL: [Mark; 16] = [
+    pub(super) const ALL: [Mark; 19] = [
         Mark::Commit,
         Mark::Conflict,
         Mark::Send,
@@ -41,6 +47,9 @@ impl Mark {
         Mark::KeyConflict,
         Mark::Done,
         Mark::LateAck,
+        Mark::DeadLetter,
+        Mark::Purge,
+        Mark::ClockStep,
         Mark::Probe,
         Mark::Failed,
         Mark::Open,
@@ -50,6 +59,11 @@ impl Mark {
     /// Kinds that come in long runs (retries), drawn as bars over adjacent bins.
     pub(super) fn in_runs(self) -> bool {
         matches!(self, Mark::Busy | Mark::Failed)
+    }
+
+    /// Kinds of optional features, listed in the legend only when present.
+    pub(super) fn optional(self) -> bool {
+        matches!(self, Mark::Purge | Mark::ClockStep | Mark::DeadLetter)
     }
 
     pub(super) fn class(self) -> &'static str {
@@ -69,6 +83,9 @@ impl Mark {
             Mark::Apply => "apply",
             Mark::Done => "mark",
             Mark::LateAck => "lateack",
+            Mark::Purge => "purge",
+            Mark::ClockStep => "clockstep",
+            Mark::DeadLetter => "deadletter",
             Mark::Open => "open",
         }
     }
@@ -90,6 +107,9 @@ impl Mark {
             Mark::Apply => "effect applied",
             Mark::Done => "outbox row marked done",
             Mark::LateAck => "acknowledgement with a token rejected (late, or done already)",
+            Mark::Purge => "de-dup records purged by the receiver",
+            Mark::ClockStep => "clock stepped (NTP-like)",
+            Mark::DeadLetter => "dead-lettered: waits for a person, never done",
             Mark::Open => "open / restart",
         }
     }
@@ -102,6 +122,7 @@ impl Mark {
             Mark::Failed => (LANE_PX - 4.0, 4.0),
             Mark::Send | Mark::Dispatch | Mark::Probe => (1.0, 7.0),
             Mark::Reply | Mark::Timeout | Mark::Duplicate | Mark::Lost => (10.0, 7.0),
+            Mark::Purge => (LANE_PX - 6.0, 6.0),
             _ => (0.0, LANE_PX),
         }
     }
@@ -134,11 +155,23 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::Lost { to, .. } => return Some((*to, Mark::Lost)),
         Op::Duplicated { to, .. } => return Some((*to, Mark::Duplicate)),
         Op::Probe { .. } | Op::ProbeReply { .. } => Mark::Probe,
+        Op::DeadLettered { .. } => Mark::DeadLetter,
+        Op::DedupPurged { .. } => Mark::Purge,
+        Op::ClockStep { .. } => Mark::ClockStep,
         Op::Busy { .. } => Mark::Busy,
         Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
         _ => return None,
     };
     Some((actor, mark))
+}
+
+/// A step's line in a mark's tooltip: the trace's own words, but a clock
+/// step in the page's ("clock stepped −12 → offset −5").
+pub(super) fn describe(op: &Op) -> String {
+    match op {
+        Op::ClockStep { by, offset } => format!("clock stepped {} → offset {}", signed(*by), signed(*offset)),
+        op => render::describe(op),
+    }
 }
 
 /// Whether a step changes state (or tells of a change): stretches without
@@ -164,7 +197,14 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Dispatch { .. }
         | Op::Pause { .. }
         | Op::Claim { .. }
-        | Op::LeaseLost { .. } => true,
+        | Op::LeaseLost { .. }
+        | Op::RetryScheduled { .. }
+        | Op::DeadLettered { .. }
+        | Op::DedupPurged { .. }
+        | Op::Refuse { .. }
+        | Op::ReplyReplaced { .. }
+        | Op::Skew { .. }
+        | Op::ClockStep { .. } => true,
         Op::Commit { appended } => !appended.is_empty(),
         Op::Lookup { found, .. } => !matches!(found, Lookup::New),
         _ => false,

@@ -14,11 +14,15 @@
 //! - busy steps and failures, which come in long runs, are drawn as bars
 //!   over adjacent bins.
 //!
-//! Pauses and leases are spans on their actor's lane (`span.rs`): a pause
-//! covers the lane for its ticks, a lease claim runs as a strip from the
-//! claim to its expiry with the claimed rows and their fencing tokens in the
-//! tooltip; both ends stay unfolded. A late acknowledgement the store
-//! rejected has a mark of its own.
+//! Pauses, leases and retry backoffs are spans on their actor's lane
+//! (`span.rs`): a pause covers the lane for its ticks, a lease claim runs as
+//! a strip from the claim to its expiry with the claimed rows and their
+//! fencing tokens in the tooltip, a backoff as a strip along the floor from
+//! the failure to its timer's due tick; all ends stay unfolded. A late
+//! acknowledgement the store rejected, a dead letter, a receiver's de-dup
+//! purge and a clock step have marks of their own; a skewed clock's offset
+//! is a badge on its lane label (`clock.rs`). Marks and spans of optional
+//! features are in the legend only when the run has them.
 //!
 //! Kills are drawn one by one, in red with their kill point, over the
 //! hatched span the actor stayed down; kills that interrupted something a
@@ -28,10 +32,12 @@
 //! so they stay in view.
 //!
 //! Files: this one (the lanes and marks of a page), `mark.rs` (what a step
-//! is drawn as), `span.rs` (what lasts: pauses, leases), `axis.rs` (ticks
+//! is drawn as), `span.rs` (what lasts: pauses, leases, backoffs),
+//! `clock.rs` (clock offsets), `axis.rs` (ticks
 //! to x, folds), `draw.rs` (the parts).
 
 mod axis;
+mod clock;
 mod draw;
 mod mark;
 mod span;
@@ -46,12 +52,13 @@ use mark::{Mark, classify, eventful};
 use super::Page;
 use super::text::{Esc, clip};
 use crate::actors::{ActorId, Role};
-use crate::trace::render;
 
 /// Idle stretches longer than this are folded.
 const GAP_TICKS: u64 = 300;
 /// Ticks kept visible on each side of a fold.
 const MARGIN_TICKS: u64 = 20;
+/// Extra label width when lanes carry clock badges.
+const CLOCK_LABEL_PX: f64 = 100.0;
 /// The width of a fold.
 const FOLD_PX: f64 = 36.0;
 /// The width the unfolded ticks aim at, and the bounds of the scale.
@@ -153,7 +160,14 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         .into_iter()
         .filter(|kind| spans.iter().any(|span| span.kind == *kind))
         .collect();
-    legend(out, &axis, &span_kinds);
+    let present: BTreeSet<Mark> = events.iter().filter_map(classify).map(|(_, mark)| mark).collect();
+    legend(out, &axis, &span_kinds, &present);
+    let clocks = clock::clocks(events);
+    let label_px = if clocks.is_empty() {
+        LABEL_PX
+    } else {
+        LABEL_PX + CLOCK_LABEL_PX
+    };
 
     // Kills per lane, for the labels.
     let mut kills_per_lane: BTreeMap<ActorId, usize> = BTreeMap::new();
@@ -163,7 +177,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
     out.push_str("<div class=\"tl\">\n");
     let _ = writeln!(
         out,
-        "<svg class=\"lanes\" width=\"{LABEL_PX}\" height=\"{height}\" role=\"img\" aria-label=\"actors\">"
+        "<svg class=\"lanes\" width=\"{label_px}\" height=\"{height}\" role=\"img\" aria-label=\"actors\">"
     );
     let _ = writeln!(out, "<text class=\"axistext\" x=\"6\" y=\"12\">tick →</text>");
     for (index, actor) in lanes.iter().enumerate() {
@@ -171,12 +185,20 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         let kills = kills_per_lane.get(actor).copied().unwrap_or_default();
         let _ = writeln!(
             out,
-            "<text class=\"lanelabel\" x=\"6\" y=\"{:.0}\">{actor}{}</text>",
+            "<text class=\"lanelabel\" x=\"6\" y=\"{:.0}\">{actor}{}{}</text>",
             y + 13.0,
             if kills > 0 {
                 format!(" <tspan class=\"killtext\">✕{kills}</tspan>")
             } else {
                 String::new()
+            },
+            match clocks.get(actor) {
+                Some(clock) => format!(
+                    " <tspan class=\"clocktext\">{}<title>{}</title></tspan>",
+                    Esc(&clock.badge()),
+                    Esc(&clock.title(*actor))
+                ),
+                None => String::new(),
             }
         );
     }
@@ -268,7 +290,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
                 out,
                 "· {} {}",
                 event.tick,
-                Esc(&clip(&render::describe(&event.op), TITLE_CHARS_MAX))
+                Esc(&clip(&mark::describe(&event.op), TITLE_CHARS_MAX))
             );
         } else {
             let _ = write!(
@@ -285,7 +307,7 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
                     out,
                     "\n{} {}",
                     event.tick,
-                    Esc(&clip(&render::describe(&event.op), TITLE_CHARS_MAX))
+                    Esc(&clip(&mark::describe(&event.op), TITLE_CHARS_MAX))
                 );
             }
             if group.count > group.lines.len() {

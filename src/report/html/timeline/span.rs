@@ -2,7 +2,9 @@
 //! starts them to the tick they end at. A pause covers the paused actor's
 //! lane for its `ticks`; a lease claim covers the claiming worker's lane
 //! from the claim to its expiry, with the command ids and fencing tokens in
-//! its tooltip.
+//! its tooltip; a retry's backoff covers the worker's lane from the failure
+//! it stored a timer for to the tick the timer is due (`next_at`, by the
+//! clock the store read), with the command, attempt and error in its tooltip.
 //!
 //! Each kind of span is one trace op: `span` has one match arm per op, and
 //! `Span::class` and `Span::name` one per kind, so an op that lasts (a
@@ -26,15 +28,18 @@ pub(super) enum Kind {
     Pause,
     /// A worker holds a lease on the rows it claimed (`Op::Claim`).
     Lease,
+    /// A failed delivery waits for its retry timer (`Op::RetryScheduled`).
+    Backoff,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 2] = [Kind::Pause, Kind::Lease];
+    pub(super) const ALL: [Kind; 3] = [Kind::Pause, Kind::Lease, Kind::Backoff];
 
     pub(super) fn class(self) -> &'static str {
         match self {
             Kind::Pause => "pause",
             Kind::Lease => "lease",
+            Kind::Backoff => "backoff",
         }
     }
 
@@ -42,6 +47,7 @@ impl Kind {
         match self {
             Kind::Pause => "paused (connection and memory kept)",
             Kind::Lease => "lease held (claim → expiry)",
+            Kind::Backoff => "retry backoff (failure → timer due)",
         }
     }
 
@@ -50,16 +56,19 @@ impl Kind {
         match self {
             Kind::Pause => "rgba(251,188,4,.45)",
             Kind::Lease => "rgba(26,115,232,.25)",
+            Kind::Backoff => "rgba(227,116,0,.35)",
         }
     }
 
     /// Vertical placement in the lane, as (offset, height): a pause over
-    /// the whole lane, a lease as a strip along its middle, so a pause
-    /// inside a lease shows both.
+    /// the whole lane, a lease as a strip along its middle, a backoff as a
+    /// strip along its floor, so a pause inside a lease or a backoff shows
+    /// both.
     fn band(self) -> (f64, f64) {
         match self {
             Kind::Pause => (0.0, LANE_PX),
             Kind::Lease => (LANE_PX / 2.0 - 3.0, 6.0),
+            Kind::Backoff => (LANE_PX - 5.0, 5.0),
         }
     }
 }
@@ -108,6 +117,24 @@ pub(super) fn span(event: &TraceEvent) -> Option<Span> {
                 to: *expires,
                 label: format!("⚿ {}", tokens.join(",")),
                 detail,
+            })
+        }
+        Op::RetryScheduled {
+            command_id,
+            attempt,
+            next_at,
+            error,
+            token,
+        } => {
+            let token = token.map(|token| format!(" (token {token})")).unwrap_or_default();
+            Some(Span {
+                kind: Kind::Backoff,
+                actor,
+                from: tick,
+                // A clock behind the true one can store a timer due "before" now.
+                to: (*next_at).max(tick),
+                label: format!("↻ {attempt}"),
+                detail: format!("{command_id}{token}: attempt {attempt} failed ({error}); timer due at tick {next_at}"),
             })
         }
         _ => None,
