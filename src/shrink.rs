@@ -456,9 +456,21 @@ mod tests {
         assert_eq!(
             super::simpler(&step),
             [
-                Fault::ClockStep { actor, step: 1, offset: 6 },
-                Fault::ClockStep { actor, step: 2, offset: 6 },
-                Fault::ClockStep { actor, step: 3, offset: 3 },
+                Fault::ClockStep {
+                    actor,
+                    step: 1,
+                    offset: 6
+                },
+                Fault::ClockStep {
+                    actor,
+                    step: 2,
+                    offset: 6
+                },
+                Fault::ClockStep {
+                    actor,
+                    step: 3,
+                    offset: 3
+                },
             ]
         );
     }
