@@ -232,3 +232,57 @@ pub fn fields<T: Serialize>(value: &T) -> Map<String, Value> {
         _ => Map::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(retries: bool, dedup_retention: bool) -> Map<String, Value> {
+        let database = Database {
+            path: "store.db".to_string(),
+            journal_mode: JournalMode::Wal,
+            synchronous: Synchronous::Full,
+            busy_timeout_ms: 0,
+        };
+        fields(&Hello {
+            protocol: VERSION,
+            crashsim: "0".to_string(),
+            purpose: Purpose::Actor,
+            actor: "worker-0".to_string(),
+            incarnation: 0,
+            seed: 1,
+            store: database.clone(),
+            receiver: database,
+            hotel_failure: Fraction {
+                numerator: 1,
+                denominator: 4,
+            },
+            leases: false,
+            retries,
+            dedup_retention,
+        })
+    }
+
+    #[test]
+    fn the_hello_names_timers_and_retention_only_when_the_run_has_them() {
+        let plain = hello(false, false);
+        assert!(!plain.contains_key("retries") && !plain.contains_key("dedup_retention"));
+        assert!(!plain.contains_key("leases"));
+        let both = hello(true, true);
+        assert_eq!(both["retries"], Value::Bool(true));
+        assert_eq!(both["dedup_retention"], Value::Bool(true));
+        let parsed: Hello = serde_json::from_value(Value::Object(plain)).unwrap();
+        assert!(!parsed.retries && !parsed.dedup_retention);
+    }
+
+    #[test]
+    fn a_timer_answer_with_nulls_parses() {
+        let timer: crate::store::Timer = serde_json::from_str(
+            r#"{"command_id":"w:1:0","workflow_id":"w","attempts":4,"next_attempt_at":null,
+                "dead_lettered_at":9,"last_error":null,"done":false}"#,
+        )
+        .unwrap();
+        assert_eq!(timer.dead_lettered_at, Some(9));
+        assert!(timer.next_attempt_at.is_none() && !timer.waiting());
+    }
+}
