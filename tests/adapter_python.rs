@@ -1,7 +1,9 @@
 //! An outside store written in Python (adapters/python/example_store.py,
 //! through the SDK) under crashsim: the clean example passes the shipped
 //! scenarios at both granularities, and serves leases (the lease scenario
-//! passes; its unfenced acknowledgement is caught by I8), each of its known
+//! passes; its unfenced acknowledgement is caught by I8) and retry timers
+//! (the retries scenario passes; its early de-dup purge is caught by I2),
+//! each of its known
 //! bugs is caught by the invariant it breaks, a store that crashes or hangs
 //! on its own is a
 //! finding (A1) whose report keeps its stderr, random ids are caught by
@@ -137,17 +139,42 @@ fn a_lease_scenario_against_an_adapter_without_leases_is_refused() {
     assert!(stderr(&output).contains("`leases` capability"), "{}", stderr(&output));
 }
 
-/// Retry timers are not in the adapter protocol yet: a `[retries]`
-/// scenario stops before any seed is judged, naming the missing capability.
+/// The example serves retry timers and de-dup retention through the SDK:
+/// the retries scenario passes, and a receiver that purges its de-dup
+/// records far too early is caught by I2 within a few seeds.
 #[test]
-fn a_retries_scenario_against_an_adapter_without_timers_is_refused() {
+fn the_example_serves_retries_and_its_early_dedup_purge_is_caught() {
     let Some(command) = example("") else { return };
     let adapter = adapter(&command, Duration::from_secs(30));
+    assert!(adapter.identity().can("retries"), "{:?}", adapter.identity());
+    let loaded = load("scenarios/retries.toml");
+    assert_passes(&runs(&loaded, 0..2, &adapter), "retries");
+    let invariants = caught("early_dedup_purge", "scenarios/retries.toml").unwrap_or_default();
+    assert!(
+        invariants.contains(&Invariant::I2),
+        "early_dedup_purge on retries: expected I2, found {invariants:?}"
+    );
+}
+
+/// A store without the `retries` capability (the SDK's toy store, which
+/// has no timer methods) makes a `[retries]` scenario stop before any seed
+/// is judged, naming the missing capability and its ops.
+#[test]
+fn a_retries_scenario_against_an_adapter_without_timers_is_refused() {
+    let Some(python) = python() else { return };
+    let toy = root().join("adapters/python/tests/toy_adapter.py");
+    let command = format!("{python} -S {} step", toy.display());
+    let adapter = adapter(&command, Duration::from_secs(30));
+    assert!(!adapter.identity().can("retries"), "{:?}", adapter.identity());
     let dir = work_dir();
     let loaded = load("scenarios/retries.toml");
     let error = run_seed(&loaded, 0, &options(dir.path(), &adapter)).unwrap_err();
     assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
-    assert!(error.to_string().contains("`retries` capability"), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("`retries` capability") && message.contains("schedule_retry"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -140,3 +140,19 @@ fn both_modes_agree_on_leases() {
             .any(|v| v.invariant == crashsim::check::Invariant::I8)
     );
 }
+
+/// Retry timers, the dead letter and de-dup retention over the protocol:
+/// `crashsim serve` declares `retries`, and the same seed gives the same
+/// trace and verdict as in-process, for the reference and for a receiver
+/// that purges its de-dup records too early (I2).
+#[test]
+fn both_modes_agree_on_retries() {
+    let base = load("scenarios/retries.toml");
+    let (inside, outside) = both(&base, 0);
+    assert!(inside.ok && outside.ok, "{:#?}", inside.violations);
+    assert_eq!(inside.trace_hash, outside.trace_hash, "reference");
+    let loaded = base.with_mutant("early_dedup_purge").unwrap();
+    let (inside, outside) = both(&loaded, 0);
+    assert_eq!(inside.violations, outside.violations);
+    assert_eq!(inside.trace_hash, outside.trace_hash, "early_dedup_purge");
+}

@@ -20,6 +20,16 @@ free rows (never claimed, or expired by the simulated tick) in one
 `UPDATE ... RETURNING`, each with a fencing token one greater than the
 row's last; `mark_done_leased` counts only with the row's current token.
 
+It serves retry timers and de-dup retention (the `retries` capability;
+scenarios/retries.toml): in runs with timers, `setup` adds four columns to
+the outbox (`attempts`, `next_attempt_at`, `last_error`,
+`dead_lettered_at`); `schedule_retry` records a retryable failure in one
+`UPDATE ... RETURNING` (one more attempt, due again after the backoff, or
+dead-lettered at `max_attempts`); `pending` and `claim` skip rows whose
+timer is in the future and dead-lettered rows, and no `mark_done` marks a
+dead-lettered row. In runs with a retention, the receiver stamps each de-dup
+record with its tick (`recorded_at`), and `purge_dedup` deletes the old ones.
+
 Options:
   --granularity step|call  step (default): one request per operation, so
                            crashsim can kill the process inside a transaction;
@@ -60,6 +70,11 @@ Options:
                     lease still marks the row done after another worker
                     claimed it (a late acknowledgement counts). -> I8, in
                     scenarios with leases.
+  early_dedup_purge The receiver purges de-dup records after a hundredth of
+                    the retention it is given ("they are never needed that
+                    long"): a retry that comes back after its backoff finds
+                    no record and is applied again. -> I2, in scenarios
+                    with a retention (scenarios/retries.toml).
 """
 
 import os
@@ -78,6 +93,7 @@ KNOWN_BUGS = (
     "dedup_apart",
     "body_key",
     "unfenced_mark_done",
+    "early_dedup_purge",
 )
 
 # The dict_dedup bug's memory: key -> (digest, result), gone with the process.
@@ -134,6 +150,30 @@ LEASE_COLUMNS = (
     ("lease_token", "INTEGER NOT NULL DEFAULT 0"),  # grows with every claim
 )
 
+# A row's retry timer, added at setup only in runs with timers (the hello's
+# `retries`).
+TIMER_COLUMNS = (
+    ("attempts", "INTEGER NOT NULL DEFAULT 0"),  # failed (retryable) attempts
+    ("next_attempt_at", "INTEGER"),  # simulated tick; NULL: due now
+    ("last_error", "TEXT"),  # the last retryable error
+    ("dead_lettered_at", "INTEGER"),  # simulated tick; NULL: not dead-lettered
+)
+
+# The tick a de-dup record was applied at, added at setup only in runs with a
+# de-dup retention (the hello's `dedup_retention`).
+RETENTION_COLUMNS = (("recorded_at", "INTEGER"),)
+
+# Rows that are due at tick ?2: not done, not dead-lettered, timer passed.
+DUE = (
+    "processed_at IS NULL AND dead_lettered_at IS NULL"
+    " AND (next_attempt_at IS NULL OR next_attempt_at <= ?2)"
+)
+
+TIMERS_QUERY = """SELECT command_id, workflow_id, attempts, next_attempt_at,
+       dead_lettered_at, last_error, processed_at IS NOT NULL
+  FROM outbox WHERE attempts > 0 OR dead_lettered_at IS NOT NULL
+ ORDER BY rowid"""
+
 OUTBOX_COLUMNS = (
     "command_id, workflow_id, event_seq, kind, payload,"
     " processed_at IS NOT NULL, result"
@@ -159,19 +199,34 @@ def connect(database):
     return conn
 
 
-def add_lease_columns(conn):
-    """Adds the lease columns the outbox lacks (setup may run again)."""
+def add_columns(conn, table, columns):
+    """Adds the columns `table` lacks (setup may run again)."""
     conn.execute("BEGIN IMMEDIATE")
     present = {
         name
         for (name,) in conn.execute(
-            "SELECT name FROM pragma_table_info('outbox') ORDER BY cid"
+            "SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,)
         )
     }
-    for name, declaration in LEASE_COLUMNS:
+    for name, declaration in columns:
         if name not in present:
-            conn.execute(f"ALTER TABLE outbox ADD COLUMN {name} {declaration}")
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
     conn.execute("COMMIT")
+
+
+def add_lease_columns(conn):
+    """Adds the lease columns the outbox lacks (setup may run again)."""
+    add_columns(conn, "outbox", LEASE_COLUMNS)
+
+
+def add_timer_columns(conn):
+    """Adds the retry timer columns the outbox lacks."""
+    add_columns(conn, "outbox", TIMER_COLUMNS)
+
+
+def add_retention_columns(conn):
+    """Adds `recorded_at` to the de-dup records, if it is not there."""
+    add_columns(conn, "dedup", RETENTION_COLUMNS)
 
 
 def integrity(conn):
@@ -183,6 +238,8 @@ class Store:
 
     def __init__(self, settings):
         self.connection = connect(settings.store)
+        # Whether the run has retry timers (every process gets the same hello).
+        self.retries = settings.retries
 
     @classmethod
     def setup(cls, settings):
@@ -190,6 +247,8 @@ class Store:
         conn.executescript(STORE_SCHEMA)
         if settings.leases:
             add_lease_columns(conn)
+        if settings.retries:
+            add_timer_columns(conn)
         conn.close()
 
     @classmethod
@@ -203,9 +262,11 @@ class Store:
             outbox = conn.execute(
                 f"SELECT {OUTBOX_COLUMNS} FROM outbox ORDER BY rowid"
             ).fetchall()
+            timers = conn.execute(TIMERS_QUERY).fetchall() if settings.retries else []
             return {
                 "events": events,
                 "outbox": outbox,
+                "timers": timers,
                 "store_integrity": integrity(conn),
             }
         finally:
@@ -241,6 +302,12 @@ class Store:
 
     def pending(self, limit):
         # rowid order is commit order: rows are inserted under the write lock.
+        if self.retries:
+            return self.connection.execute(
+                f"SELECT {OUTBOX_COLUMNS} FROM outbox"
+                f" WHERE {DUE} ORDER BY rowid LIMIT ?1",
+                (limit, ca.now()),
+            ).fetchall()
         return self.connection.execute(
             f"SELECT {OUTBOX_COLUMNS} FROM outbox"
             " WHERE processed_at IS NULL ORDER BY rowid LIMIT ?",
@@ -249,15 +316,19 @@ class Store:
 
     def mark_done(self, command_id, result):
         # A row done with a result is never touched again; one marked done
-        # without a result gets it when it comes.
+        # without a result gets it when it comes. A dead-lettered row waits
+        # for a person, whatever a late reply says.
         cursor = self.connection.execute(
-            """UPDATE outbox
+            f"""UPDATE outbox
                   SET processed_at = COALESCE(processed_at, ?3), result = ?2
-                WHERE command_id = ?1
+                WHERE command_id = ?1{self.not_dead()}
                   AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))""",
             (command_id, result, ca.now()),
         )
         return cursor.rowcount == 1
+
+    def not_dead(self):
+        return " AND dead_lettered_at IS NULL" if self.retries else ""
 
     # Leases: time is the request's simulated tick, ca.now().
 
@@ -265,12 +336,14 @@ class Store:
         # One statement: two workers never both take a row, and the token of
         # a row grows with every claim of it.
         now = ca.now()
+        # With timers: not before a row's timer, and never a dead-lettered row.
+        due = DUE if self.retries else "processed_at IS NULL"
         rows = self.connection.execute(
             f"""UPDATE outbox
                    SET lease_owner = ?1, lease_expires = ?2 + ?3,
                        lease_token = lease_token + 1
                  WHERE rowid IN (SELECT rowid FROM outbox
-                                  WHERE processed_at IS NULL
+                                  WHERE {due}
                                     AND (lease_expires IS NULL OR lease_expires <= ?2)
                                   ORDER BY rowid LIMIT ?4)
              RETURNING rowid, lease_token, lease_expires, {OUTBOX_COLUMNS}""",
@@ -287,13 +360,52 @@ class Store:
         # As mark_done, and only while `token` is the row's current one: a
         # holder whose lease passed to another has a smaller token.
         cursor = self.connection.execute(
-            """UPDATE outbox
+            f"""UPDATE outbox
                   SET processed_at = COALESCE(processed_at, ?3), result = ?2
-                WHERE command_id = ?1 AND lease_token = ?4
+                WHERE command_id = ?1 AND lease_token = ?4{self.not_dead()}
                   AND (processed_at IS NULL OR (result IS NULL AND ?2 IS NOT NULL))""",
             (command_id, result, ca.now(), token),
         )
         return cursor.rowcount == 1
+
+    # Retry timers: time is the request's simulated tick, ca.now().
+
+    def schedule_retry(self, command_id, token, error, policy, jitter_permille):
+        # One statement: one more attempt, and either due again after the
+        # backoff (base doubled per attempt, capped, plus the jitter) or
+        # dead-lettered once max_attempts failed. With a lease token, only
+        # its current holder reschedules, and the lease is released.
+        leased = token is not None
+        release = ", lease_owner = NULL, lease_expires = NULL" if leased else ""
+        fenced = " AND lease_token = ?8" if leased else ""
+        values = [
+            command_id,
+            error,
+            ca.now(),
+            policy.max_attempts,
+            policy.backoff_base_ticks,
+            policy.backoff_cap_ticks,
+            min(jitter_permille, 500),
+        ]
+        if leased:  # SQLite refuses a value for a parameter the SQL lacks
+            values.append(token)
+        row = self.connection.execute(
+            f"""UPDATE outbox
+                   SET attempts = attempts + 1, last_error = ?2,
+                       next_attempt_at = CASE WHEN attempts + 1 >= ?4 THEN NULL
+                           ELSE ?3 + min(?6, ?5 << min(attempts, 40))
+                                     * (1000 + ?7) / 1000 END,
+                       dead_lettered_at = CASE WHEN attempts + 1 >= ?4
+                           THEN ?3 ELSE NULL END{release}
+                 WHERE command_id = ?1 AND processed_at IS NULL
+                   AND dead_lettered_at IS NULL{fenced}
+             RETURNING attempts, next_attempt_at, dead_lettered_at IS NOT NULL""",
+            values,
+        ).fetchone()
+        return row  # None: done, dead-lettered, or the lease passed on
+
+    def timers(self):
+        return self.connection.execute(TIMERS_QUERY).fetchall()
 
     # The append, one step per request.
 
@@ -361,11 +473,15 @@ class Receiver:
     def __init__(self, settings):
         self.connection = connect(settings.receiver)
         self.hotel_failure = settings.hotel_failure
+        # With a retention, each record carries the tick it was applied at.
+        self.stamps = settings.dedup_retention
 
     @classmethod
     def setup(cls, settings):
         conn = connect(settings.receiver)
         conn.executescript(RECEIVER_SCHEMA)
+        if settings.dedup_retention:
+            add_retention_columns(conn)
         conn.close()
 
     @classmethod
@@ -436,6 +552,12 @@ class Receiver:
         digest = ca.core_digest(request.kind, request.payload)
         if "dict_dedup" in BUGS:
             SEEN[key] = (digest, result)
+        elif self.stamps:
+            conn.execute(
+                "INSERT INTO dedup (key, digest, result, effect_id, recorded_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (key, digest, result, effect_id, ca.now()),
+            )
         else:
             conn.execute(
                 "INSERT INTO dedup (key, digest, result, effect_id)"
@@ -443,6 +565,20 @@ class Receiver:
                 (key, digest, result, effect_id),
             )
         return effect_id, result
+
+    def purge_dedup(self, now, retention_ticks):
+        # Records older than the retention go; the retention is above the
+        # retry horizon, so no producer can still retry their commands.
+        if not self.stamps:
+            return 0
+        if "early_dedup_purge" in BUGS:
+            # "Nobody retries after that long; keep the table small."
+            retention_ticks //= 100
+        cursor = self.connection.execute(
+            "DELETE FROM dedup WHERE recorded_at < ?",
+            (max(now - retention_ticks, 0),),
+        )
+        return cursor.rowcount
 
     def commit(self):
         self.connection.execute("COMMIT")

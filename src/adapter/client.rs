@@ -11,7 +11,10 @@ use serde_json::{Map, Value, json};
 use super::process::{AdapterProcess, CallError};
 use super::protocol::ErrorKind;
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
-use crate::store::{Applied, Clock, Handled, Leased, Lookup, Outcome, Receiver, Request, Result, Store, StoreError};
+use crate::store::{
+    Applied, Clock, Handled, Leased, Lookup, Outcome, Receiver, Request, Result, Retried, RetryPolicy, Store,
+    StoreError, Timer,
+};
 
 /// One connection: its process, the run's clock, and what `open` said.
 pub struct Connection {
@@ -99,6 +102,21 @@ struct Changed {
 #[derive(Deserialize)]
 struct Claim {
     claimed: Vec<Leased>,
+}
+
+#[derive(Deserialize)]
+struct Rescheduled {
+    retried: Option<Retried>,
+}
+
+#[derive(Deserialize)]
+struct Timers {
+    timers: Vec<Timer>,
+}
+
+#[derive(Deserialize)]
+struct Purged {
+    removed: u64,
 }
 
 #[derive(Deserialize)]
@@ -208,6 +226,32 @@ impl Store for AdapterStore {
         Ok(answer.changed)
     }
 
+    /// Retry timers: what to do is the store's (one more attempt, the
+    /// delay, the dead letter at `max_attempts`); the worker only says what
+    /// failed, with the policy and its jitter draw. `token` only under leases.
+    fn schedule_retry(
+        &mut self,
+        command_id: &str,
+        token: Option<u64>,
+        error: &str,
+        policy: &RetryPolicy,
+        jitter_permille: u64,
+    ) -> Result<Option<Retried>> {
+        let mut fields = json!({
+            "command_id": command_id, "error": error, "policy": policy, "jitter_permille": jitter_permille,
+        });
+        if let (Some(token), Value::Object(map)) = (token, &mut fields) {
+            map.insert("token".to_string(), Value::from(token));
+        }
+        let answer: Rescheduled = self.connection.request("schedule_retry", fields)?;
+        Ok(answer.retried)
+    }
+
+    fn timers(&mut self) -> Result<Vec<Timer>> {
+        let answer: Timers = self.connection.request("timers", json!({}))?;
+        Ok(answer.timers)
+    }
+
     fn synchronous(&self) -> Option<u8> {
         self.connection.synchronous
     }
@@ -244,11 +288,13 @@ enum HandleAnswer {
 /// A receiver connection served by an adapter.
 pub struct AdapterReceiver {
     connection: Connection,
+    /// Whether the adapter declared `retries` (and so serves `purge_dedup`).
+    purges: bool,
 }
 
 impl AdapterReceiver {
-    pub fn new(connection: Connection) -> AdapterReceiver {
-        AdapterReceiver { connection }
+    pub fn new(connection: Connection, purges: bool) -> AdapterReceiver {
+        AdapterReceiver { connection, purges }
     }
 }
 
@@ -275,6 +321,17 @@ impl Receiver for AdapterReceiver {
 
     fn synchronous(&self) -> Option<u8> {
         self.connection.synchronous
+    }
+
+    /// One `purge_dedup` request; a receiver without the `retries`
+    /// capability keeps its records forever (the trait's default).
+    fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
+        if !self.purges {
+            return Ok(0);
+        }
+        let fields = json!({ "now": now, "retention_ticks": retention_ticks });
+        let answer: Purged = self.connection.request("purge_dedup", fields)?;
+        Ok(answer.removed)
     }
 
     /// One `handle` request (`call` granularity).

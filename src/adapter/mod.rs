@@ -89,6 +89,7 @@ impl Adapter {
                 command: command.to_string(),
                 timeout,
                 served: identity.roles,
+                retries: identity.can(protocol::RETRIES),
             },
             identity,
             engine: &ReferenceEngine,
@@ -196,8 +197,9 @@ impl Implementation for Adapter {
     }
 
     /// Retry timers need the store role: crashsim's reference serves them,
-    /// an adapter's store only with the `retries` capability (which the
-    /// protocol does not define yet, so no adapter store has it).
+    /// an adapter's store only with the `retries` capability (the ops
+    /// `schedule_retry` and `timers`). An adapter's receiver without it keeps
+    /// its de-dup records forever, which is safe.
     fn retries(&self) -> bool {
         self.launch.served.store.is_none() || self.identity.can(protocol::RETRIES)
     }

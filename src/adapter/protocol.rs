@@ -16,10 +16,11 @@ pub const VERSION: u32 = 1;
 /// The capability an adapter declares (`capabilities` in its handshake)
 /// when its store serves leases: the ops `claim` and `mark_done_leased`.
 pub const LEASES: &str = "leases";
-/// The capability a store declares when it serves retry timers and the dead
-/// letter (`[retries]`). Not in the protocol yet: no op carries it, so a
-/// scenario with `[retries]` refuses every adapter store that does not
-/// declare it, naming it.
+/// The capability an adapter declares when it serves retry timers, the dead
+/// letter and de-dup retention (`[retries]`, `[receivers]`): the store ops
+/// `schedule_retry` and `timers`, the receiver op `purge_dedup`, and the
+/// dump's `timers`. A scenario with `[retries]` refuses an adapter store
+/// that does not declare it, naming it.
 pub const RETRIES: &str = "retries";
 
 /// Why a process was started (the hello's `purpose`).
@@ -87,6 +88,15 @@ pub struct Hello {
     /// at `setup`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leases: bool,
+    /// Whether the run retries with durable timers (only sent when true):
+    /// a store with the `retries` capability adds its timer columns at `setup`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retries: bool,
+    /// Whether the run's receivers purge de-dup records by age (only sent
+    /// when true): a receiver with the `retries` capability then stamps
+    /// each record with the tick it was applied at, for `purge_dedup`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dedup_retention: bool,
 }
 
 /// A ratio as two integers (the hello's `hotel_failure`), easier for an
@@ -120,7 +130,7 @@ pub struct Identity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub roles: Served,
-    /// Optional capabilities beyond version 1's ops: `leases`.
+    /// Optional capabilities beyond version 1's ops: `leases`, `retries`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
 }
@@ -220,5 +230,59 @@ pub fn fields<T: Serialize>(value: &T) -> Map<String, Value> {
     match serde_json::to_value(value) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(retries: bool, dedup_retention: bool) -> Map<String, Value> {
+        let database = Database {
+            path: "store.db".to_string(),
+            journal_mode: JournalMode::Wal,
+            synchronous: Synchronous::Full,
+            busy_timeout_ms: 0,
+        };
+        fields(&Hello {
+            protocol: VERSION,
+            crashsim: "0".to_string(),
+            purpose: Purpose::Actor,
+            actor: "worker-0".to_string(),
+            incarnation: 0,
+            seed: 1,
+            store: database.clone(),
+            receiver: database,
+            hotel_failure: Fraction {
+                numerator: 1,
+                denominator: 4,
+            },
+            leases: false,
+            retries,
+            dedup_retention,
+        })
+    }
+
+    #[test]
+    fn the_hello_names_timers_and_retention_only_when_the_run_has_them() {
+        let plain = hello(false, false);
+        assert!(!plain.contains_key("retries") && !plain.contains_key("dedup_retention"));
+        assert!(!plain.contains_key("leases"));
+        let both = hello(true, true);
+        assert_eq!(both["retries"], Value::Bool(true));
+        assert_eq!(both["dedup_retention"], Value::Bool(true));
+        let parsed: Hello = serde_json::from_value(Value::Object(plain)).unwrap();
+        assert!(!parsed.retries && !parsed.dedup_retention);
+    }
+
+    #[test]
+    fn a_timer_answer_with_nulls_parses() {
+        let timer: crate::store::Timer = serde_json::from_str(
+            r#"{"command_id":"w:1:0","workflow_id":"w","attempts":4,"next_attempt_at":null,
+                "dead_lettered_at":9,"last_error":null,"done":false}"#,
+        )
+        .unwrap();
+        assert_eq!(timer.dead_lettered_at, Some(9));
+        assert!(timer.next_attempt_at.is_none() && !timer.waiting());
     }
 }

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use super::protocol::{self, ErrorAnswer, ErrorKind, Hello, Identity, Served};
 use crate::model::Command;
-use crate::store::{Granularity, Implementation, Receiver, Request, Store, StoreError, System, SystemConfig, Who};
+use crate::store::{
+    Granularity, Implementation, Receiver, Request, RetryPolicy, Store, StoreError, System, SystemConfig, Who,
+};
 
 /// What the process holds once `open` has run.
 enum Connection {
@@ -113,8 +115,8 @@ impl Server<'_> {
                     seed: hello.seed,
                     clock: crate::store::Clock::default(),
                     leases: hello.leases,
-                    retries: false,
-                    dedup_retention: false,
+                    retries: hello.retries,
+                    dedup_retention: hello.dedup_retention,
                 };
                 self.config = Some((config, hello.actor, hello.incarnation));
                 let identity = Identity {
@@ -125,10 +127,14 @@ impl Server<'_> {
                         store: Some(Granularity::Step),
                         receiver: Some(Granularity::Step),
                     },
-                    capabilities: match self.implementation.leases() {
-                        true => vec![protocol::LEASES.to_string()],
-                        false => Vec::new(),
-                    },
+                    capabilities: [
+                        (self.implementation.leases(), protocol::LEASES),
+                        (self.implementation.retries(), protocol::RETRIES),
+                    ]
+                    .into_iter()
+                    .filter(|(has, _)| *has)
+                    .map(|(_, capability)| capability.to_string())
+                    .collect(),
                 };
                 Ok(serde_json::to_value(identity).expect("identities serialise"))
             }
@@ -214,7 +220,13 @@ struct Fields {
     #[serde(default)]
     lease_ticks: u64,
     #[serde(default)]
-    token: u64,
+    token: Option<u64>,
+    #[serde(default)]
+    error: String,
+    #[serde(default)]
+    policy: Option<RetryPolicy>,
+    #[serde(default)]
+    jitter_permille: u64,
 }
 
 fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
@@ -228,10 +240,20 @@ fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, Er
         "claim" => json!({ "claimed": store.claim(&f.owner, f.lease_ticks, f.limit).map_err(of)? }),
         "mark_done_leased" => {
             let changed = store
-                .mark_done_leased(&f.command_id, f.token, f.result.as_deref())
+                .mark_done_leased(&f.command_id, f.token.unwrap_or_default(), f.result.as_deref())
                 .map_err(of)?;
             json!({ "changed": changed })
         }
+        "schedule_retry" => {
+            let policy = f
+                .policy
+                .ok_or_else(|| failed(ErrorKind::Invalid, "schedule_retry without a policy".to_string()))?;
+            let retried = store
+                .schedule_retry(&f.command_id, f.token, &f.error, &policy, f.jitter_permille)
+                .map_err(of)?;
+            json!({ "retried": retried })
+        }
+        "timers" => json!({ "timers": store.timers().map_err(of)? }),
         "begin" => store.begin().map(|()| json!({})).map_err(of)?,
         "insert_event" => {
             let seq = store
@@ -261,18 +283,28 @@ fn store_op(store: &mut dyn Store, op: &str, request: Value) -> Result<Value, Er
     })
 }
 
-fn receiver_op(receiver: &mut dyn Receiver, op: &str, request: Value) -> Result<Value, ErrorAnswer> {
+fn receiver_op(receiver: &mut dyn Receiver, op: &str, message: Value) -> Result<Value, ErrorAnswer> {
     #[derive(Deserialize)]
     struct WithRequest {
         request: Request,
     }
-    let request = || parse::<WithRequest>(request.clone()).map(|with| with.request);
+    let request = || parse::<WithRequest>(message.clone()).map(|with| with.request);
     Ok(match op {
         "begin" => receiver.begin().map(|()| json!({})).map_err(of)?,
         "commit" => receiver.commit().map(|()| json!({})).map_err(of)?,
         "rollback" => receiver.rollback().map(|()| json!({})).map_err(of)?,
         "lookup" => serde_json::to_value(receiver.lookup(&request()?).map_err(of)?).expect("lookups serialise"),
         "apply" => serde_json::to_value(receiver.apply(&request()?).map_err(of)?).expect("results serialise"),
+        "purge_dedup" => {
+            #[derive(Deserialize)]
+            struct Purge {
+                now: u64,
+                retention_ticks: u64,
+            }
+            let purge: Purge = parse(message.clone())?;
+            let removed = receiver.purge_dedup(purge.now, purge.retention_ticks).map_err(of)?;
+            json!({ "removed": removed })
+        }
         "handle" => {
             let handled = receiver.handle(&request()?).map_err(of)?;
             let mut answer = serde_json::to_value(&handled.outcome).expect("outcomes serialise");

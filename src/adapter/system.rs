@@ -14,7 +14,9 @@ use super::process::{AdapterProcess, CallError, RunLog, SharedLog, log_dir};
 use super::protocol::{self, Database, Hello, Identity, Purpose, Served};
 use crate::store::receiver::ReferenceReceiver;
 use crate::store::reference::ReferenceStore;
-use crate::store::{Artifact, Receiver, Result, Snapshot, Store, StoreError, System, SystemConfig, Who};
+use crate::store::{
+    Artifact, Receiver, Result, Snapshot, Store, StoreError, System, SystemConfig, Who, connection, retention,
+};
 
 /// What a run needs to start processes.
 #[derive(Clone, Debug)]
@@ -22,6 +24,8 @@ pub struct Launch {
     pub command: String,
     pub timeout: Duration,
     pub served: Served,
+    /// Whether the adapter declared `retries` (its receiver purges).
+    pub retries: bool,
 }
 
 pub struct AdapterSystem {
@@ -52,6 +56,8 @@ pub fn shake_hands(
         receiver: Database::new(&config.receiver_path, &config.receiver_sqlite),
         hotel_failure: config.hotel_failure.into(),
         leases: config.leases,
+        retries: config.retries,
+        dedup_retention: config.dedup_retention,
     };
     let ok = process.call("hello", config.clock.now(), protocol::fields(&hello))?;
     let identity = Identity::deserialize(&ok).map_err(|error| {
@@ -97,6 +103,9 @@ impl AdapterSystem {
         }
         if system.launch.served.receiver.is_none() {
             ReferenceReceiver::create_schema(&config.receiver_path, &config.receiver_sqlite)?;
+            if config.dedup_retention {
+                retention::enable(&connection::open(&config.receiver_path, &config.receiver_sqlite)?)?;
+            }
         }
         let mut setup = system.start(Purpose::Setup, "setup", 0)?;
         setup
@@ -170,17 +179,15 @@ impl System for AdapterSystem {
 
     fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>> {
         if self.launch.served.receiver.is_none() {
-            return Ok(Box::new(ReferenceReceiver::open(
+            let receiver = ReferenceReceiver::open(
                 &self.config.receiver_path,
                 &self.config.receiver_sqlite,
                 self.config.hotel_failure,
-            )?));
+            )?;
+            return Ok(Box::new(receiver.with_retention(&self.config)));
         }
-        Ok(Box::new(AdapterReceiver::new(self.open(
-            who,
-            "receiver",
-            Purpose::Actor,
-        )?)))
+        let connection = self.open(who, "receiver", Purpose::Actor)?;
+        Ok(Box::new(AdapterReceiver::new(connection, self.launch.retries)))
     }
 
     fn open_observer(&mut self) -> Result<Box<dyn Store>> {

@@ -173,7 +173,7 @@ pub fn run_seed_on(
             ),
             false => format!(
                 "the adapter `{}` ({}) does not declare the `retries` capability in its handshake \
-                 (retry timers and the dead letter are not in the adapter protocol yet)",
+                 (\"capabilities\": [\"retries\"], with the store ops `schedule_retry` and `timers`)",
                 implementation.description(),
                 implementation.name()
             ),

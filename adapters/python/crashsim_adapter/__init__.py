@@ -50,6 +50,18 @@ A store is two classes (see example_store.py for a complete one)::
         def mark_done_leased(self, command_id, token, result):
             ...  # -> bool: changed, only with the row's current token
 
+        # Retry timers (optional: defining both declares the `retries`
+        # capability). settings.retries says whether the run uses them (add
+        # the timer columns at setup only then); with them, pending and
+        # claim skip rows whose timer is in the future and dead-lettered
+        # rows, and mark_done never marks a dead-lettered row.
+        def schedule_retry(self, command_id, token, error, policy, jitter_permille):
+            ...  # -> None (done, dead, or lease passed on) or
+            #      (attempts, next_attempt_at, dead_lettered); token is None
+            #      without leases; policy is a ca.RetryPolicy
+        def timers(self):
+            ...  # -> rows that failed at least once, TIMER order, by commit
+
     class Receiver:
         def __init__(self, settings): ...  # settings.receiver, .hotel_failure
 
@@ -73,6 +85,12 @@ A store is two classes (see example_store.py for a complete one)::
             ...  # -> ("applied", result, effect_id) | ("duplicate", result,
             #         None) | ("conflict", None, None)
 
+        # De-dup retention (with `retries`; optional: without it records
+        # are kept forever). settings.dedup_retention says whether to stamp
+        # each record with ca.now() when it is applied.
+        def purge_dedup(self, now, retention_ticks):
+            ...  # -> how many records applied before now - retention_ticks went
+
     if __name__ == "__main__":
         ca.serve(store=Store, receiver=Receiver, name="my_store", version="1.0")
 
@@ -92,6 +110,11 @@ A store is two classes (see example_store.py for a complete one)::
   (claimed rows as `(row, token, expires)` tuples, `LEASED` order, or
   dicts). A class with only one of them is refused before the hello.
   `settings.leases` is the hello's `leases`: true only in runs with leases.
+- A store class with `schedule_retry` and `timers` declares the `retries`
+  capability (retry timers, the dead letter, de-dup retention); a receiver's
+  `purge_dedup` is then served (answering 0 removed if it has none).
+  `settings.retries` and `settings.dedup_retention` are the hello's.
+  `RetryPolicy.delay(attempt, jitter_permille)` computes crashsim's delay.
 - `open` answers the level that `PRAGMA synchronous` reads back on the
   object's `connection` attribute (or what its `synchronous()` method says).
 - Rows may be tuples in the protocol's field order (the order of `EVENT`,
@@ -146,9 +169,12 @@ from .settings import (
     HEAD,
     LEASED,
     OUTBOX,
+    RETRIED,
     SYNCHRONOUS_LEVELS,
+    TIMER,
     Database,
     Request,
+    RetryPolicy,
     Settings,
     connect,
 )
@@ -161,7 +187,9 @@ __all__ = [
     "LEASED",
     "OUTBOX",
     "PROTOCOL",
+    "RETRIED",
     "SYNCHRONOUS_LEVELS",
+    "TIMER",
     "AdapterError",
     "Busy",
     "Conflict",
@@ -169,6 +197,7 @@ __all__ = [
     "Environment",
     "Invalid",
     "Request",
+    "RetryPolicy",
     "Settings",
     "Unsupported",
     "canonical",

@@ -8,7 +8,19 @@ import os
 import sys
 
 from .errors import Invalid, Unsupported, error_kind
-from .settings import DEDUP, EFFECT, EVENT, HEAD, LEASED, OUTBOX, Request, Settings
+from .settings import (
+    DEDUP,
+    EFFECT,
+    EVENT,
+    HEAD,
+    LEASED,
+    OUTBOX,
+    RETRIED,
+    TIMER,
+    Request,
+    RetryPolicy,
+    Settings,
+)
 
 PROTOCOL = 1
 
@@ -24,6 +36,11 @@ READ_METHODS = {
 # A store class declares the `leases` capability by defining both.
 LEASES = "leases"
 LEASE_METHODS = ("claim", "mark_done_leased")
+# A store class declares the `retries` capability by defining both; a
+# receiver may define `purge_dedup` (without it, records are kept forever).
+RETRIES = "retries"
+RETRY_METHODS = ("schedule_retry", "timers")
+PURGE_METHOD = "purge_dedup"
 
 
 _tick = 0
@@ -64,6 +81,25 @@ def _leased(items):
             }
         )
     return claimed
+
+
+def _timers(rows):
+    rows = _objects(TIMER, rows)
+    for row in rows:
+        row["done"] = bool(row["done"])
+    return rows
+
+
+def _retried(value):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        value = dict(zip(RETRIED, value, strict=True))
+    return {
+        "attempts": value["attempts"],
+        "next_attempt_at": value["next_attempt_at"],
+        "dead_lettered": bool(value["dead_lettered"]),
+    }
 
 
 def _integrity(value):
@@ -226,25 +262,65 @@ def _lease_ops(store):
     }
 
 
+def _retry_ops(store):
+    # Time is the request's tick (`now()`); the store decides the attempt
+    # count, the delay and the dead letter; `token` only under leases.
+    return {
+        "schedule_retry": lambda r: {
+            "retried": _retried(
+                store.schedule_retry(
+                    r["command_id"],
+                    r.get("token"),
+                    r["error"],
+                    RetryPolicy(r["policy"]),
+                    r.get("jitter_permille", 0),
+                )
+            )
+        },
+        "timers": lambda r: {"timers": _timers(store.timers())},
+    }
+
+
+def _purge_ops(receiver):
+    purge = getattr(receiver, PURGE_METHOD, None)
+    return {
+        "purge_dedup": lambda r: {
+            "removed": int(purge(r["now"], r["retention_ticks"]) if purge else 0)
+        }
+    }
+
+
 _ROLE_OPS = {"store": _store_ops, "receiver": _receiver_ops}
+
+
+def _declares(store, methods, capability):
+    present = [name for name in methods if callable(getattr(store, name, None))]
+    if not present:
+        return False
+    if len(present) < len(methods):
+        missing = ", ".join(n for n in methods if n not in present)
+        raise TypeError(
+            f"{store.__name__} (store) has {present[0]} but lacks {missing}:"
+            f" serving {capability} takes {' and '.join(methods)}"
+        )
+    return True
 
 
 def _capabilities(classes):
     """The capabilities the classes declare: `leases` if the store class
-    defines both lease methods (one without the other is refused)."""
+    defines both lease methods, `retries` if it defines both timer methods
+    (one without the other is refused); an adapter serving only a receiver
+    declares `retries` if the receiver defines `purge_dedup`."""
     store = classes.get("store")
     if store is None:
-        return []
-    present = [name for name in LEASE_METHODS if callable(getattr(store, name, None))]
-    if not present:
-        return []
-    if len(present) < len(LEASE_METHODS):
-        missing = ", ".join(n for n in LEASE_METHODS if n not in present)
-        raise TypeError(
-            f"{store.__name__} (store) has {present[0]} but lacks {missing}:"
-            " serving leases takes both claim and mark_done_leased"
-        )
-    return [LEASES]
+        receiver = classes.get("receiver")
+        return [RETRIES] if callable(getattr(receiver, PURGE_METHOD, None)) else []
+    capabilities = []
+    if _declares(store, LEASE_METHODS, LEASES):
+        capabilities.append(LEASES)
+    if _declares(store, RETRY_METHODS, RETRIES):
+        capabilities.append(RETRIES)
+    return capabilities
 
 
 def _empty(_ignored):
@@ -312,6 +388,9 @@ class _Server:
             self.known.update(_ROLE_OPS[role](None, granularity))
         if LEASES in self.capabilities:
             self.known.update(LEASE_METHODS)
+        if RETRIES in self.capabilities:
+            self.known.update(RETRY_METHODS)
+            self.known.add(PURGE_METHOD)
 
     def need_settings(self):
         if self.settings is None:
@@ -354,6 +433,10 @@ class _Server:
         self.ops.update(_ROLE_OPS[role](instance, self.roles[role]))
         if role == "store" and LEASES in self.capabilities:
             self.ops.update(_lease_ops(instance))
+        if role == "store" and RETRIES in self.capabilities:
+            self.ops.update(_retry_ops(instance))
+        if role == "receiver" and RETRIES in self.capabilities:
+            self.ops.update(_purge_ops(instance))
         return {"synchronous": level}
 
     def dump(self, r):
@@ -365,6 +448,8 @@ class _Server:
         if store_part is not None:
             state["events"] = _objects(EVENT, store_part["events"])
             state["outbox"] = _outbox(store_part["outbox"])
+            if store_part.get("timers"):
+                state["timers"] = _timers(store_part["timers"])
         if receiver_part is not None:
             state["effects"] = _objects(EFFECT, receiver_part["effects"])
             state["dedup"] = _objects(DEDUP, receiver_part["dedup"])
@@ -454,7 +539,9 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     hello's `Settings` at `open`; `setup` and `dump` are called on them as
     class methods. `granularity` is None (detect), "step", "call", or a dict
     from role to one of those. A store class that defines `claim` and
-    `mark_done_leased` is served with the `leases` capability.
+    `mark_done_leased` is served with the `leases` capability, one that
+    defines `schedule_retry` and `timers` with the `retries` capability
+    (then a receiver's `purge_dedup` is served too, or answers 0).
     """
     classes = {
         role: cls for role, cls in (("store", store), ("receiver", receiver)) if cls

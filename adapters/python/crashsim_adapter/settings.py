@@ -12,6 +12,19 @@ DEDUP = ("key", "digest", "result", "effect_id")
 # A claimed row (the `leases` capability): the outbox row (a tuple in OUTBOX
 # order, or a dict), its fencing token, the tick its lease expires at.
 LEASED = ("row", "token", "expires")
+# A row's retry state (the `retries` capability's `timers` and the dump).
+TIMER = (
+    "command_id",
+    "workflow_id",
+    "attempts",
+    "next_attempt_at",
+    "dead_lettered_at",
+    "last_error",
+    "done",
+)
+# What `schedule_retry` did: failed attempts so far, the tick the row is due
+# again at (None once dead-lettered), whether it was dead-lettered now.
+RETRIED = ("attempts", "next_attempt_at", "dead_lettered")
 
 SYNCHRONOUS_LEVELS = {"off": 0, "normal": 1, "full": 2, "extra": 3}
 
@@ -58,6 +71,8 @@ class Settings:
         "receiver",
         "hotel_failure",
         "leases",
+        "retries",
+        "dedup_retention",
     )
 
     def __init__(self, hello):
@@ -76,6 +91,12 @@ class Settings:
         # True only in runs whose workers claim rows with leases: a store
         # with the capability adds what leases need at `setup`.
         self.leases = bool(hello.get("leases", False))
+        # True only in runs with retry timers: a store with the capability
+        # adds its timer columns at `setup`.
+        self.retries = bool(hello.get("retries", False))
+        # True only in runs whose receivers purge de-dup records by age: a
+        # receiver with the capability stamps each record's tick.
+        self.dedup_retention = bool(hello.get("dedup_retention", False))
 
 
 def connect(database):
@@ -100,6 +121,31 @@ def connect(database):
         )
     conn.execute(f"PRAGMA synchronous={database.synchronous}")
     return conn
+
+
+class RetryPolicy:
+    """How retryable failures are retried (`schedule_retry`'s `policy`)."""
+
+    __slots__ = ("max_attempts", "backoff_base_ticks", "backoff_cap_ticks")
+
+    def __init__(self, fields):
+        self.max_attempts = int(fields["max_attempts"])
+        self.backoff_base_ticks = int(fields["backoff_base_ticks"])
+        self.backoff_cap_ticks = int(fields["backoff_cap_ticks"])
+
+    def delay(self, attempt, jitter_permille=0):
+        """The delay after failed attempt `attempt` (from 1): the base
+        doubled per attempt, capped, plus `jitter_permille` thousandths."""
+        doubled = self.backoff_base_ticks << min(max(attempt - 1, 0), 40)
+        delay = min(doubled, self.backoff_cap_ticks)
+        return delay + delay * min(jitter_permille, 500) // 1000
+
+    def __repr__(self):
+        return (
+            f"RetryPolicy(max_attempts={self.max_attempts}, "
+            f"backoff_base_ticks={self.backoff_base_ticks}, "
+            f"backoff_cap_ticks={self.backoff_cap_ticks})"
+        )
 
 
 class Request:

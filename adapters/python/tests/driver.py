@@ -27,7 +27,13 @@ def database(directory, name, journal_mode="wal", synchronous="full"):
 
 
 def hello_fields(
-    directory, purpose="actor", hotel_failure=(1, 4), leases=False, **settings
+    directory,
+    purpose="actor",
+    hotel_failure=(1, 4),
+    leases=False,
+    retries=False,
+    dedup_retention=False,
+    **settings,
 ):
     fields = {
         "protocol": 1,
@@ -45,6 +51,10 @@ def hello_fields(
     }
     if leases:
         fields["leases"] = True  # as crashsim sends it: only when true
+    if retries:
+        fields["retries"] = True
+    if dedup_retention:
+        fields["dedup_retention"] = True
     return fields
 
 
@@ -213,8 +223,8 @@ class AdapterCase(unittest.TestCase):
         self.assertEqual(setup.ok("setup"), {})
         setup.close()
 
-    def dump(self, *args, script=EXAMPLE):
-        dumper = self.spawn(*args, script=script, purpose="dump")
+    def dump(self, *args, script=EXAMPLE, **hello_options):
+        dumper = self.spawn(*args, script=script, purpose="dump", **hello_options)
         state = dumper.ok("dump")
         dumper.close()
         return state

@@ -63,7 +63,7 @@ class HandshakeTest(ExampleCase):
                 "name": "example_store",
                 "version": "1.0",
                 "roles": {"store": "step", "receiver": "step"},
-                "capabilities": ["leases"],
+                "capabilities": ["leases", "retries"],
             },
         )
         call = self.spawn("--granularity", "call")

@@ -101,7 +101,7 @@ class ExampleLeasesTest(AdapterCase):
             return {name for (name,) in names}
 
     def test_the_example_declares_leases(self):
-        self.assertEqual(self.spawn().hello["capabilities"], ["leases"])
+        self.assertEqual(self.spawn().hello["capabilities"], ["leases", "retries"])
 
     def test_lease_columns_only_in_runs_with_leases(self):
         self.setup_example()

@@ -7,6 +7,8 @@ toy_adapter.py store_only  the step store alone
 toy_adapter.py broken   a store class without its operations (serve refuses it)
 toy_adapter.py leases   the step store with the two lease methods
 toy_adapter.py half_leases  a store with `claim` but no `mark_done_leased`
+toy_adapter.py retries  the step store with the two timer methods, a purging receiver
+toy_adapter.py half_retries  a store with `schedule_retry` but no `timers`
 """
 
 import os
@@ -163,6 +165,47 @@ class HalfLeaseStore(StepStore):
         return []
 
 
+class RetryStore(StepStore):
+    """Timers over nothing: answers what the SDK must carry, with now()."""
+
+    def schedule_retry(self, command_id, token, error, policy, jitter_permille):
+        if command_id == "done":
+            return None
+        if command_id == "dead":
+            return {
+                "attempts": policy.max_attempts,
+                "next_attempt_at": None,
+                "dead_lettered": 1,
+            }
+        attempts = 2 if token is None else token
+        due = ca.now() + policy.delay(attempts, jitter_permille)
+        return (attempts, due, False)
+
+    def timers(self):
+        return [
+            ("w:1:0", "w", 2, ca.now(), None, "busy", 0),
+            {
+                "command_id": "w:1:1",
+                "workflow_id": "w",
+                "attempts": 4,
+                "next_attempt_at": None,
+                "dead_lettered_at": 9,
+                "last_error": "poison",
+                "done": False,
+            },
+        ]
+
+
+class RetryReceiver(StepReceiver):
+    def purge_dedup(self, now, retention_ticks):
+        return now - retention_ticks
+
+
+class HalfRetryStore(StepStore):
+    def schedule_retry(self, command_id, token, error, policy, jitter_permille):
+        return None
+
+
 class BrokenStore:
     @classmethod
     def dump(cls, settings):
@@ -183,6 +226,10 @@ if __name__ == "__main__":
         ca.serve(store=LeaseStore, receiver=StepReceiver, name="toy-leases")
     elif mode == "half_leases":
         ca.serve(store=HalfLeaseStore)
+    elif mode == "retries":
+        ca.serve(store=RetryStore, receiver=RetryReceiver, name="toy-retries")
+    elif mode == "half_retries":
+        ca.serve(store=HalfRetryStore)
     elif mode == "broken":
         ca.serve(store=BrokenStore)
     else:
