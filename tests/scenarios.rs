@@ -128,36 +128,26 @@ fn retries() {
     passes("retries");
 }
 
-/// The group-commit store has no retry timers: a `[retries]` scenario is
-/// refused with a message that says so, never judged.
+/// The group-commit store has neither retry timers nor leases: a scenario
+/// with either is refused with a message that says what is missing, never
+/// judged.
 #[test]
-fn group_commit_refuses_retries() {
-    let mut loaded = load("scenarios/retries.toml");
-    loaded.scenario.store = "group_commit".to_string();
-    let dir = work_dir();
-    let error = crashsim::runner::run_seed(&loaded, 0, &common::options(dir.path())).unwrap_err();
-    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
-    let message = error.to_string();
-    assert!(
-        message.contains("group_commit") && message.contains("retry timers"),
-        "{message}"
-    );
-}
-
-/// The group-commit store has no leases: a lease scenario is refused with
-/// a message that says so, never judged.
-#[test]
-fn group_commit_refuses_leases() {
-    let mut loaded = load("scenarios/leases.toml");
-    loaded.scenario.store = "group_commit".to_string();
-    let dir = work_dir();
-    let error = crashsim::runner::run_seed(&loaded, 0, &common::options(dir.path())).unwrap_err();
-    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
-    let message = error.to_string();
-    assert!(
-        message.contains("group_commit") && message.contains("leases"),
-        "{message}"
-    );
+fn group_commit_refuses_retries_and_leases() {
+    for (file, missing) in [
+        ("scenarios/retries.toml", "retry timers"),
+        ("scenarios/leases.toml", "leases"),
+    ] {
+        let mut loaded = load(file);
+        loaded.scenario.store = "group_commit".to_string();
+        let dir = work_dir();
+        let error = crashsim::runner::run_seed(&loaded, 0, &common::options(dir.path())).unwrap_err();
+        assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{file}: {error}");
+        let message = error.to_string();
+        assert!(
+            message.contains("group_commit") && message.contains(missing),
+            "{file}: {message}"
+        );
+    }
 }
 
 /// The demonstration of mistake 12's hazard: `retries.toml`'s timers with a

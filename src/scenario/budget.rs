@@ -24,7 +24,7 @@
 //! - Steps: an actor has one wake-up at a time, each at least a tick later,
 //!   so a run of `t` ticks takes at most `A·(t + 1)` steps.
 
-use super::{RunLimits, Scenario, Timing, Workload};
+use super::{RunLimits, Scenario, SkewFaults, Timing, Workload};
 
 /// The quantities the budget rules compare, from a scenario's numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Budget {
         let pause = scenario.faults.pause.map_or(0, |pause| pause.ticks_max);
         // With skewed clocks a claimer may see a dead holder's expiry up to
         // 2·max_ticks late (the holder's clock ahead, the claimer's behind).
-        let skew = scenario.faults.skew.map_or(0, |skew| skew.max_ticks.saturating_mul(2));
+        let skew = SkewFaults::bound(scenario.faults.skew).saturating_mul(2);
         let lease = scenario.leases.map_or(0, |leases| leases.ticks.saturating_add(skew));
         // A timer set at the fault phase's end waits its longest delay, and
         // a poisoned command first tried then fails all its attempts before

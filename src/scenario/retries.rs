@@ -24,9 +24,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Scenario;
 use super::budget::Budget;
 use super::validate::Rejection;
+use super::{Scenario, SkewFaults};
 
 /// Durable retry timers: how often and how far apart a command that failed
 /// retryably is retried before it is dead-lettered (`store::timers`).
@@ -155,7 +155,7 @@ pub fn horizon(scenario: &Scenario) -> Horizon {
         .map_or(0, |leases| leases.ticks)
         .saturating_add(scenario.faults.pause.map_or(0, |pause| pause.ticks_max))
         .saturating_add(timing.busy_backoff_ticks_max.saturating_mul(2))
-        .saturating_add(scenario.faults.skew.map_or(0, |skew| skew.max_ticks.saturating_mul(4)));
+        .saturating_add(SkewFaults::bound(scenario.faults.skew).saturating_mul(4));
     Horizon {
         ticks: attempts.saturating_mul(attempt).saturating_add(extra),
         attempt,
