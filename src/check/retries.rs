@@ -255,14 +255,7 @@ mod tests {
         );
     }
 
-    fn read_and_send(fixture: &mut Fixture) {
-        let worker = ActorId::new(Role::Worker, 1);
-        fixture.push(
-            worker,
-            Op::Pending {
-                command_ids: vec![ID.into()],
-            },
-        );
+    fn send(fixture: &mut Fixture, worker: ActorId) {
         fixture.push(
             worker,
             Op::Send {
@@ -272,6 +265,17 @@ mod tests {
                 attempt: 1,
             },
         );
+    }
+
+    fn read_and_send(fixture: &mut Fixture) {
+        let worker = ActorId::new(Role::Worker, 1);
+        fixture.push(
+            worker,
+            Op::Pending {
+                command_ids: vec![ID.into()],
+            },
+        );
+        send(fixture, worker);
     }
 
     #[test]
@@ -297,15 +301,7 @@ mod tests {
             },
         );
         scheduled(&mut fixture, now + 100);
-        fixture.push(
-            worker,
-            Op::Send {
-                command_id: ID.into(),
-                key: ID.into(),
-                to: ActorId::new(Role::Receiver, 0),
-                attempt: 1,
-            },
-        );
+        send(&mut fixture, worker);
         only(&fixture, &[]);
         // And a row read once due is fine.
         let mut fixture = clean();
