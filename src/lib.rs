@@ -11,6 +11,7 @@
 //! - `vfs`       SQLite VFS shims through `rusqlite::ffi`: the forwarding shim, a counting VFS, the crash VFS (power loss).
 //! - `workflow`  the pure trip-booking saga: `decide`, replay, canonical payloads.
 //! - `model`     the protocol's records (events, commands, outbox rows).
+//! - `workload`  the workload's text: workflow ids and payload strings, polite or hostile; near-miss keys.
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
@@ -54,4 +55,5 @@ pub mod store;
 pub mod trace;
 pub mod vfs;
 pub mod workflow;
+pub mod workload;
 pub mod workspace;

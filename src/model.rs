@@ -69,3 +69,52 @@ pub struct Head {
 pub fn command_id(workflow_id: &str, seq: u64, index: usize) -> String {
     format!("{workflow_id}:{seq}:{index}")
 }
+
+/// An id as messages show it: as it is when it is tame (ASCII letters,
+/// digits and `-_.:#`), else in double quotes with every character a
+/// reader could not see or tell apart escaped (`\t`, `\u{a0}`, combining
+/// marks such as `\u{301}`, zero-width and other format characters), so
+/// that `"trip-1 "` and `trip-1`, or NFC and NFD of one name, never look alike.
+pub struct Shown<'a>(pub &'a str);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        let tame = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '#');
+        if !self.0.is_empty() && self.0.chars().all(tame) {
+            return f.write_str(self.0);
+        }
+        f.write_char('"')?;
+        for c in self.0.chars() {
+            match c {
+                '"' => f.write_str("\\\"")?,
+                '\\' => f.write_str("\\\\")?,
+                '\t' => f.write_str("\\t")?,
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                ' ' => f.write_char(' ')?,
+                c if c.is_control()
+                    || c.is_whitespace()
+                    || unicode_normalization::char::is_combining_mark(c)
+                    || unicode_normalization::UnicodeNormalization::nfc(std::iter::once(c)).ne(std::iter::once(c))
+                    || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{fe00}'..='\u{fe0f}') =>
+                {
+                    write!(f, "\\u{{{:x}}}", u32::from(c))?
+                }
+                c => f.write_char(c)?,
+            }
+        }
+        f.write_char('"')
+    }
+}
+
+/// The workflow id a `command_id` was derived from: everything before its
+/// last two `:`-separated parts (a workflow id may itself hold `:`). A key
+/// that is not of that shape is returned whole.
+pub fn workflow_of(command_id: &str) -> &str {
+    let mut parts = command_id.rsplitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(_), Some(workflow)) => workflow,
+        _ => command_id,
+    }
+}
