@@ -9,6 +9,13 @@
 //! nothing within `seeds_max`, the scenario is taken to be blind to that
 //! mutant and its other ranges are not searched.
 //!
+//! Being caught is not enough: each mutant documents the invariants its
+//! mistake breaks (`Mutant::caught_by`). The first range's search goes on
+//! past a first failure that broke only other invariants (a liveness
+//! failure, say) until a seed breaks a documented one, and a mutant whose
+//! documented invariants never fire is not as expected: its checker has a
+//! blind spot that another invariant happened to cover.
+//!
 //! Wall time is measured here (it reports; it steers nothing).
 
 use std::collections::BTreeSet;
@@ -45,6 +52,15 @@ impl Subject {
         match self {
             Subject::Mutant(mutant) => Some(mutant.mistake),
             Subject::Outside { .. } => None,
+        }
+    }
+
+    /// The invariants its mistake breaks, as documented (none known for
+    /// an outside store's variant).
+    pub fn caught_by(&self) -> &'static [Invariant] {
+        match self {
+            Subject::Mutant(mutant) => mutant.caught_by,
+            Subject::Outside { .. } => &[],
         }
     }
 
@@ -96,6 +112,11 @@ pub struct Pair {
     pub first_seed: Option<u64>,
     /// The invariants that seed violated.
     pub invariants: BTreeSet<Invariant>,
+    /// The first seed of the first range that violated one of the
+    /// mutant's documented invariants (the search goes on past a first
+    /// failure that broke only others, up to the range's end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documented_seed: Option<u64>,
     /// Wall time of the first range's search until its first failure.
     pub wall_ms: Option<u64>,
     /// Seeds run for this pair, all ranges together.
@@ -114,6 +135,20 @@ pub struct Row {
     pub caught: bool,
     /// Invariants violated by the first failing seeds, over all scenarios.
     pub invariants: Vec<Invariant>,
+    /// The invariants the first failing seed of the best scenario violated:
+    /// what catches the mutant first.
+    pub first_invariants: Vec<Invariant>,
+    /// The invariants the mutant's mistake breaks, as documented (empty for
+    /// the reference and for an outside store's variants).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caught_by: Vec<Invariant>,
+    /// Whether some scenario saw one of `caught_by` fire (a seed of its
+    /// first range), not only some other invariant; none without `caught_by`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documented_fired: Option<bool>,
+    /// Where a documented invariant fired first: (scenario, seed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documented_at: Option<(String, u64)>,
     /// The scenario that caught it fastest (median), or that failed the reference.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
@@ -127,13 +162,43 @@ pub struct Row {
 }
 
 impl Row {
-    /// True if the row is as it should be: a mutant caught, the reference clean.
+    /// True if the row is as it should be: a mutant caught, by one of its
+    /// documented invariants when it has some; the reference clean.
     pub fn ok(&self) -> bool {
         if self.mutant == "reference" {
             !self.caught
         } else {
-            self.caught
+            self.caught && self.documented_fired != Some(false)
         }
+    }
+}
+
+/// "yes", "ESCAPED", "clean" or "FAILED", for tables.
+pub fn verdict(row: &Row) -> &'static str {
+    match (row.mutant.as_str(), row.caught) {
+        ("reference", false) => "clean",
+        ("reference", true) => "FAILED",
+        (_, true) if row.documented_fired == Some(false) => "OTHER",
+        (_, true) => "yes",
+        (_, false) => "ESCAPED",
+    }
+}
+
+/// "I1,I5", or "-".
+pub fn listed(invariants: &[Invariant]) -> String {
+    match invariants.is_empty() {
+        true => "-".to_string(),
+        false => invariants.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// The documented invariants and whether one fired: "I1 fired", "I7 NOT",
+/// or "-" when none is documented.
+pub fn documented(row: &Row) -> String {
+    match row.documented_fired {
+        None => "-".to_string(),
+        Some(true) => format!("{} fired", listed(&row.caught_by)),
+        Some(false) => format!("{} NOT", listed(&row.caught_by)),
     }
 }
 
@@ -144,41 +209,68 @@ fn median(values: &[Option<u64>], seeds_max: u64) -> Option<u64> {
     (middle <= seeds_max).then_some(middle)
 }
 
-/// Searches one range; returns (seeds to detection, failing seed, its invariants, wall ms, seeds run).
-fn search(loaded: &Loaded, options: &Options, start: u64, settings: &Settings) -> Result<Search, RunError> {
+/// Searches one range from `start`: until its first failure, or, with
+/// `documented` given, on until a seed breaks one of those invariants.
+fn search(
+    loaded: &Loaded,
+    options: &Options,
+    start: u64,
+    settings: &Settings,
+    documented: &[Invariant],
+) -> Result<Search, RunError> {
     #[expect(clippy::disallowed_methods, reason = "detection wall time is a report, not an input")]
     let started = Instant::now();
+    let mut search = Search {
+        found: None,
+        documented: None,
+        wall_ms: 0,
+        seeds_run: 0,
+    };
     for index in 0..settings.seeds_max {
         let seed = start + index;
         let result = run_seed(loaded, seed, options)?;
-        if !result.ok {
-            return Ok(Search {
-                found: Some((index + 1, seed, result.violations.iter().map(|v| v.invariant).collect())),
-                wall_ms: started.elapsed().as_millis() as u64,
-                seeds_run: index + 1,
-            });
+        search.seeds_run = index + 1;
+        if result.ok {
+            continue;
+        }
+        let invariants: BTreeSet<Invariant> = result.violations.iter().map(|v| v.invariant).collect();
+        if search.found.is_none() {
+            search.wall_ms = started.elapsed().as_millis() as u64;
+            search.found = Some((index + 1, seed, invariants.clone()));
+        }
+        if documented.iter().any(|invariant| invariants.contains(invariant)) {
+            search.documented = Some(seed);
+        }
+        if documented.is_empty() || search.documented.is_some() {
+            break;
         }
     }
-    Ok(Search {
-        found: None,
-        wall_ms: started.elapsed().as_millis() as u64,
-        seeds_run: settings.seeds_max,
-    })
+    if search.found.is_none() {
+        search.wall_ms = started.elapsed().as_millis() as u64;
+    }
+    Ok(search)
 }
 
 struct Search {
     found: Option<(u64, u64, BTreeSet<Invariant>)>,
+    /// The first seed that broke a documented invariant.
+    documented: Option<u64>,
     wall_ms: u64,
     seeds_run: u64,
 }
 
-fn measure_pair(loaded: &Loaded, options: &Options, settings: &Settings) -> Result<Pair, RunError> {
-    let first = search(loaded, options, 0, settings)?;
+fn measure_pair(
+    loaded: &Loaded,
+    options: &Options,
+    settings: &Settings,
+    documented: &[Invariant],
+) -> Result<Pair, RunError> {
+    let first = search(loaded, options, 0, settings, documented)?;
     let mut seeds_run = first.seeds_run;
     let mut seeds_to_detection = vec![first.found.as_ref().map(|found| found.0)];
     if first.found.is_some() {
         for range in 1..settings.ranges {
-            let next = search(loaded, options, u64::from(range) << RANGE_SHIFT, settings)?;
+            let next = search(loaded, options, u64::from(range) << RANGE_SHIFT, settings, &[])?;
             seeds_run += next.seeds_run;
             seeds_to_detection.push(next.found.map(|found| found.0));
         }
@@ -190,6 +282,7 @@ fn measure_pair(loaded: &Loaded, options: &Options, settings: &Settings) -> Resu
         median_seeds_to_detection: median(&seeds_to_detection, settings.seeds_max),
         first_seed: first.found.as_ref().map(|found| found.1),
         invariants: first.found.map(|found| found.2).unwrap_or_default(),
+        documented_seed: first.documented,
         wall_ms: seeds_to_detection[0].map(|_| first.wall_ms),
         seeds_to_detection,
         seeds_run,
@@ -202,11 +295,23 @@ fn mutant_row(subject: &Subject, pairs: Vec<Pair>) -> Row {
         .filter(|pair| pair.first_seed.is_some())
         .min_by_key(|pair| pair.median_seeds_to_detection.unwrap_or(u64::MAX));
     let invariants: BTreeSet<Invariant> = pairs.iter().flat_map(|pair| pair.invariants.iter().copied()).collect();
+    let caught_by = subject.caught_by().to_vec();
+    // Where a documented invariant fired: the best scenario if it did there.
+    let documented_at = best
+        .into_iter()
+        .chain(pairs.iter())
+        .find_map(|pair| pair.documented_seed.map(|seed| (pair.scenario.clone(), seed)));
     Row {
         mutant: subject.name().to_string(),
         mistake: subject.mistake(),
         caught: best.is_some(),
         invariants: invariants.into_iter().collect(),
+        first_invariants: best
+            .map(|pair| pair.invariants.iter().copied().collect())
+            .unwrap_or_default(),
+        documented_fired: (!caught_by.is_empty()).then_some(documented_at.is_some()),
+        documented_at,
+        caught_by,
         scenario: best.map(|pair| pair.scenario.clone()),
         first_seed: best.and_then(|pair| pair.first_seed),
         median_seeds_to_detection: best.and_then(|pair| pair.median_seeds_to_detection),
@@ -240,6 +345,7 @@ fn reference_row(scenarios: &[Loaded], settings: &Settings) -> Result<Row, RunEr
             invariants: first_failure
                 .map(|result| result.violations.iter().map(|v| v.invariant).collect())
                 .unwrap_or_default(),
+            documented_seed: None,
             wall_ms: None,
             seeds_run: results.len() as u64,
         });
@@ -252,6 +358,13 @@ fn reference_row(scenarios: &[Loaded], settings: &Settings) -> Result<Row, RunEr
             .as_ref()
             .map(|f| f.2.iter().copied().collect())
             .unwrap_or_default(),
+        first_invariants: failed
+            .as_ref()
+            .map(|f| f.2.iter().copied().collect())
+            .unwrap_or_default(),
+        caught_by: Vec::new(),
+        documented_fired: None,
+        documented_at: None,
         scenario: failed.as_ref().map(|f| f.0.clone()),
         first_seed: failed.as_ref().map(|f| f.1),
         median_seeds_to_detection: None,
@@ -290,7 +403,7 @@ pub fn measure(
                     let Some((mutant, loaded, options)) = tasks.get(task) else {
                         break;
                     };
-                    let pair = measure_pair(loaded, options, settings);
+                    let pair = measure_pair(loaded, options, settings, mutants[*mutant].caught_by());
                     if let Ok(pair) = &pair {
                         progress(mutants[*mutant].name(), pair);
                     }

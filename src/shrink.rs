@@ -35,6 +35,7 @@ use crate::check::Invariant;
 use crate::runner::{Options, RunError, SeedResult, run_seed, run_seed_with};
 use crate::scenario::{Loaded, Scenario};
 use crate::sim::faults::{Fault, FaultSource};
+use crate::workload::NearMiss;
 
 /// How big a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -373,6 +374,16 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
         }
         Fault::Probe { reply } => {
             out.extend(earlier(reply).into_iter().map(|reply| Fault::Probe { reply }));
+        }
+        Fault::NearMiss { reply, form } => {
+            out.extend(earlier(reply).into_iter().map(|reply| Fault::NearMiss { reply, form }));
+            // The plainer change first: a case flip or a trailing space.
+            out.extend(
+                NearMiss::ALL
+                    .into_iter()
+                    .filter(|other| *other < form)
+                    .map(|form| Fault::NearMiss { reply, form }),
+            );
         }
         Fault::PowerCut { point } => {
             out.extend(earlier(point).into_iter().map(|point| Fault::PowerCut { point }));

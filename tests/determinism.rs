@@ -80,5 +80,5 @@ fn pinned_trace_hash_of_smoke_seed_0() {
     let loaded = load("scenarios/smoke.toml");
     let dir = work_dir();
     let result = run(&loaded, 0, dir.path());
-    assert_eq!(result.trace_hash, "08a9cd3a9be85b6b", "smoke seed 0 changed behaviour");
+    assert_eq!(result.trace_hash, "18c9474d58e15c64", "smoke seed 0 changed behaviour");
 }

@@ -30,10 +30,12 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
     let dir = work_dir();
     let scenarios = vec![load("tests/fixtures/detect.toml")];
     let settings = settings(dir.path(), 30);
-    // Mistake 11 needs leases and 12 a de-dup retention: each has its own test below.
+    // Mistake 11 needs leases, 12 a de-dup retention, and a de-dup record
+    // committed after the effect inside one call a power cut between the
+    // two: each has its own test below.
     let lease_free: Vec<_> = MUTANTS
         .iter()
-        .filter(|mutant| mutant.mistake != 11 && mutant.mistake != 12)
+        .filter(|mutant| mutant.mistake != 11 && mutant.mistake != 12 && mutant.name != "dedup_after_effect")
         .collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
@@ -44,6 +46,7 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
     for row in mutant_rows {
         assert!(row.caught, "{} escaped: {row:#?}", row.mutant);
         assert!(!row.invariants.is_empty());
+        assert_eq!(row.documented_fired, Some(true), "{}: {row:#?}", row.mutant);
         let median = row.median_seeds_to_detection.expect("caught in most ranges");
         assert!(median <= 20, "{}: median {median}", row.mutant);
     }
@@ -83,6 +86,26 @@ fn early_dedup_purge_is_caught_and_the_reference_with_retention_is_clean() {
     assert!(median <= 5, "median {median}");
 }
 
+/// A receiver that commits its effect and then its de-dup record in two
+/// transactions inside one call is caught by `run` on the shipped
+/// `power_loss.toml`: a drawn power cut may land between the two commits.
+#[test]
+fn a_dedup_record_committed_after_its_effect_in_one_call_is_caught_by_a_power_cut() {
+    let dir = work_dir();
+    let scenarios = vec![load("scenarios/power_loss.toml")];
+    let settings = settings(dir.path(), 10);
+    let mutant = crashsim::mutants::by_name("dedup_after_effect").expect("known mutant");
+    let rows = measure(&scenarios, &[Subject::Mutant(mutant)], &settings, &|_, _| {}).unwrap();
+    let (reference, row) = (&rows[1], &rows[0]);
+    assert!(!reference.caught, "the reference failed: {reference:#?}");
+    assert!(row.caught, "{} escaped: {row:#?}", row.mutant);
+    assert_eq!(row.documented_fired, Some(true), "{row:#?}");
+    assert!(
+        row.first_invariants.contains(&crashsim::check::Invariant::I2),
+        "{row:#?}"
+    );
+}
+
 /// The invariant each mistake is meant to trip, so a checker that stops
 /// catching its own mistake (while another checker still flags the run)
 /// does not go unnoticed.
@@ -94,15 +117,18 @@ fn each_mutant_trips_its_own_invariant() {
         ("split_transactions", "I5"),
         ("deliver_before_commit", "I4"),
         ("random_key_per_attempt", "I2"),
-        ("mark_done_before_confirm", "I10"),
+        ("mark_done_before_confirm", "I1"),
         ("body_hash_key", "I2"),
         ("no_dedup", "I2"),
         ("dedup_apart", "I2"),
+        ("dedup_after_effect", "I2"),
         ("replay_dispatches", "I6"),
         ("pragmas_once", "I9"),
         ("unfenced_mark_done", "I8"),
         ("early_dedup_purge", "I2"),
         ("sync_off", "I9"),
+        ("key_case_fold", "I7"),
+        ("key_trim", "I7"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
     let names: Vec<&str> = expected.iter().map(|(name, _)| *name).collect();
@@ -114,6 +140,8 @@ fn each_mutant_trips_its_own_invariant() {
         "scenarios/leases.toml",
         "--scenario",
         "scenarios/retries.toml",
+        "--scenario",
+        "scenarios/power_loss.toml",
         "--seeds",
         "30",
         "--ranges",
@@ -155,6 +183,12 @@ fn each_mutant_trips_its_own_invariant() {
         assert!(
             invariants.contains(&invariant),
             "{name}: {invariants:?}, expected {invariant}"
+        );
+        // Not only some invariant: the one the mistake breaks fired.
+        assert_eq!(row["documented_fired"], true, "{row}");
+        assert!(
+            row["caught_by"].as_array().unwrap().iter().any(|v| v == invariant),
+            "{name}: documents {invariant}: {row}"
         );
     }
     let reference = rows.last().unwrap();

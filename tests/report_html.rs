@@ -19,7 +19,11 @@ const SEEDS_MAX: u64 = 5;
 fn command_lost_to_a_kill(result: &SeedResult) -> Option<String> {
     let events = result.events.as_ref()?;
     result.violations.iter().find_map(|violation| {
-        let command = violation.command_id.as_ref()?;
+        // A tame id, which is its own anchor (smoke's ids are hostile).
+        let command = violation
+            .command_id
+            .as_ref()
+            .filter(|id| id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ':')))?;
         let (position, insert) = events
             .iter()
             .enumerate()

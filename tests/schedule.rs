@@ -39,6 +39,7 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::Drop { .. } => "drop",
                 Fault::Duplicate { .. } => "duplicate",
                 Fault::Probe { .. } => "probe",
+                Fault::NearMiss { .. } => "near miss",
                 Fault::PowerCut { .. } => "power cut",
                 Fault::Pause { .. } => "pause",
                 Fault::Refuse { .. } => "refuse",
@@ -47,6 +48,12 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::ClockStep { .. } => "clock step",
             })
             .collect();
+        if path.ends_with("smoke.toml") {
+            assert!(
+                kinds.contains("near miss"),
+                "{path} seed {seed}: no near-miss probe ({kinds:?})"
+            );
+        }
         if path.ends_with("leases.toml") {
             assert!(kinds.contains("pause"), "{path} seed {seed}: no pause ({kinds:?})");
             assert!(kinds.contains("skew"), "{path} seed {seed}: no skew ({kinds:?})");

@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 
 use super::protocol::{self, ErrorAnswer, ErrorKind, Hello, Identity, Served};
 use crate::model::Command;
-use crate::store::{
-    Granularity, Implementation, Receiver, Request, RetryPolicy, Store, StoreError, System, SystemConfig, Who,
-};
+use crate::store::{Implementation, Receiver, Request, RetryPolicy, Store, StoreError, System, SystemConfig, Who};
 
 /// What the process holds once `open` has run.
 enum Connection {
@@ -124,8 +122,8 @@ impl Server<'_> {
                     name: self.name.clone(),
                     version: Some(env!("CARGO_PKG_VERSION").to_string()),
                     roles: Served {
-                        store: Some(Granularity::Step),
-                        receiver: Some(Granularity::Step),
+                        store: Some(self.implementation.roles().store),
+                        receiver: Some(self.implementation.roles().receiver),
                     },
                     capabilities: [
                         (self.implementation.leases(), protocol::LEASES),

@@ -2,10 +2,13 @@
 //!
 //! I5: every committed event has exactly the commands the reference `decide`
 //! emits for it, stored under their derived ids, and every outbox row has
-//! its event. I1: every such command is in the outbox and, once the run has
-//! settled, is marked done with the result of an effect that really happened,
-//! unless it was dead-lettered (manual handling, `retries.rs`).
+//! its event. I1: every such command is in the outbox; every row marked done
+//! (on every run, settled or not: the mark-done audit) is backed by an
+//! effect of its own command at a receiver, with the result it was marked
+//! with; and once the run has settled every row is done, unless it was
+//! dead-lettered (manual handling, `retries.rs`).
 
+use crate::model::Shown;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::snapshot::Effect;
@@ -33,8 +36,12 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 match rows.get(id.as_str()) {
                     None => {
                         let what = format!(
-                            "event {workflow_id}#{} ({}) is committed without its command {id} ({})",
-                            event.seq, event.kind, command.kind
+                            "event {workflow_id_shown}#{} ({}) is committed without its command {id_shown} ({})",
+                            event.seq,
+                            event.kind,
+                            command.kind,
+                            workflow_id_shown = Shown(workflow_id),
+                            id_shown = Shown(&id)
                         );
                         violations.push(
                             Violation::new(Invariant::I5, what.clone())
@@ -43,10 +50,13 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                                 .ticks(ticks),
                         );
                         violations.push(
-                            Violation::new(Invariant::I1, format!("{id} was never enqueued: {what}"))
-                                .command(&id)
-                                .seq(event.seq)
-                                .ticks(ticks),
+                            Violation::new(
+                                Invariant::I1,
+                                format!("{id_shown} was never enqueued: {what}", id_shown = Shown(&id)),
+                            )
+                            .command(&id)
+                            .seq(event.seq)
+                            .ticks(ticks),
                         );
                     }
                     Some(row) if row.kind != command.kind || row.payload != command.payload => {
@@ -54,8 +64,14 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                             Violation::new(
                                 Invariant::I5,
                                 format!(
-                                    "{id} is stored as {} {}, but event {workflow_id}#{} emits {} {}",
-                                    row.kind, row.payload, event.seq, command.kind, command.payload
+                                    "{id_shown} is stored as {} {}, but event {workflow_id_shown}#{} emits {} {}",
+                                    row.kind,
+                                    row.payload,
+                                    event.seq,
+                                    command.kind,
+                                    command.payload,
+                                    id_shown = Shown(&id),
+                                    workflow_id_shown = Shown(workflow_id)
                                 ),
                             )
                             .command(&id)
@@ -82,7 +98,10 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                     Invariant::I5,
                     format!(
                         "outbox row {} ({}) has no event {}#{}",
-                        row.command_id, row.kind, row.workflow_id, row.event_seq
+                        Shown(&row.command_id),
+                        row.kind,
+                        Shown(&row.workflow_id),
+                        row.event_seq
                     ),
                 )
                 .command(&row.command_id)
@@ -91,51 +110,86 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         }
     }
 
-    // Once drained: every row is done, performed, and marked with a real result.
-    if input.settled {
-        let mut effects: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
-        for effect in &snapshot.effects {
-            effects.entry(history.command_of(&effect.key)).or_default().push(effect);
-        }
-        // Rows without their event are I5's; I1 is about commands of committed events.
-        // A dead-lettered row waits for a person: neither done nor performed
-        // is demanded of it (`retries.rs` judges the dead letter).
-        let dead = snapshot.dead_lettered();
-        let owned = snapshot
-            .outbox
-            .iter()
-            .filter(|row| stored.contains(&(row.workflow_id.as_str(), row.event_seq)))
-            .filter(|row| !dead.contains_key(row.command_id.as_str()));
-        for row in owned {
-            let id = row.command_id.as_str();
-            let performed = effects.get(id).map(Vec::as_slice).unwrap_or_default();
-            let sent = history.first_send.get(id).copied();
-            if !row.done {
-                violations.push(
-                    Violation::new(Invariant::I1, format!("{id} ({}) was never marked done", row.kind))
-                        .command(id)
-                        .ticks(sent),
-                );
-            } else if performed.is_empty() {
+    // The mark-done audit, on every run: a row marked done is backed by an
+    // effect of its own command with the result it was marked with. Once
+    // drained, every row is done.
+    let mut effects: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
+    for effect in &snapshot.effects {
+        effects.entry(history.command_of(&effect.key)).or_default().push(effect);
+    }
+    // Rows without their event are I5's; I1 is about commands of committed events.
+    // A dead-lettered row waits for a person: neither done nor performed
+    // is demanded of it (`retries.rs` judges the dead letter).
+    let dead = snapshot.dead_lettered();
+    let owned = snapshot
+        .outbox
+        .iter()
+        .filter(|row| stored.contains(&(row.workflow_id.as_str(), row.event_seq)))
+        .filter(|row| !dead.contains_key(row.command_id.as_str()));
+    for row in owned {
+        let id = row.command_id.as_str();
+        let performed = effects.get(id).map(Vec::as_slice).unwrap_or_default();
+        let sent = history.first_send.get(id).copied();
+        let marked = history.mark_tick(id);
+        if !row.done {
+            if input.settled {
                 violations.push(
                     Violation::new(
                         Invariant::I1,
-                        format!("{id} ({}) is marked done but no receiver ever performed it", row.kind),
+                        format!("{id_shown} ({}) was never marked done", row.kind, id_shown = Shown(id)),
                     )
                     .command(id)
                     .ticks(sent),
                 );
-            } else if let Some(result) = &row.result
-                && !performed.iter().any(|effect| &effect.result == result)
-            {
+            }
+        } else if performed.is_empty() {
+            let delivered = match sent {
+                Some(tick) => format!("it was sent at tick {tick}, but no receiver ever performed it"),
+                None => "it was never even sent".to_string(),
+            };
+            violations.push(
+                Violation::new(
+                    Invariant::I1,
+                    format!(
+                        "{id_shown} ({}) is marked done, but {delivered}: the command is lost (row: done, result {})",
+                        row.kind,
+                        row.result.as_deref().unwrap_or("none"),
+                        id_shown = Shown(id)
+                    ),
+                )
+                .command(id)
+                .ticks(sent.into_iter().chain(marked)),
+            );
+        } else if let Some(result) = &row.result {
+            if !performed.iter().any(|effect| &effect.result == result) {
+                let returned: Vec<&str> = performed.iter().map(|effect| effect.result.as_str()).collect();
                 violations.push(
                     Violation::new(
                         Invariant::I1,
-                        format!("{id} is marked done with result {result}, which none of its effects returned"),
+                        format!(
+                            "{id_shown} is marked done with result {result}, which none of its effects returned ({}): \
+                             the workflow goes on from another command's outcome",
+                            returned.join(", "),
+                            id_shown = Shown(id)
+                        ),
                     )
-                    .command(id),
+                    .command(id)
+                    .ticks(marked),
                 );
             }
+        } else {
+            violations.push(
+                Violation::new(
+                    Invariant::I1,
+                    format!(
+                        "{id_shown} ({}) is marked done without a result, although a receiver performed it (effect #{}): \
+                         the confirmed outcome never reached the outbox, and nothing will deliver it again",
+                        row.kind, performed[0].effect_id, id_shown = Shown(id)
+                    ),
+                )
+                .command(id)
+                .ticks(marked),
+            );
         }
     }
     violations

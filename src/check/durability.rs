@@ -11,6 +11,7 @@
 //!   settings on both databases this cannot happen; with the store on
 //!   NORMAL and the receiver on FULL it can (a ghost effect).
 
+use crate::model::Shown;
 use std::collections::BTreeSet;
 
 use super::{History, Input, Invariant, Violation};
@@ -60,7 +61,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         if input.durable.store {
             for commit in history.commits.iter().filter(|commit| commit.index < *cut_index) {
                 let append = commit.appended;
-                let name = format!("{}#{}", append.workflow_id, append.seq);
+                let name = format!("{}#{}", Shown(&append.workflow_id), append.seq);
                 let present = snapshot.events.iter().any(|event| {
                     event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind
                 });
@@ -84,11 +85,16 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                     continue;
                 }
                 let row = snapshot.outbox.iter().find(|row| row.command_id == *command_id);
-                if row.is_some_and(|row| !row.done) && reported.insert(format!("done {command_id}")) {
+                if row.is_some_and(|row| !row.done)
+                    && reported.insert(format!("done {command_id_shown}", command_id_shown = Shown(command_id)))
+                {
                     violations.push(
                         Violation::new(
                             Invariant::I9,
-                            format!("{command_id} was acknowledged as marked done and is pending again after {at}"),
+                            format!(
+                                "{command_id_shown} was acknowledged as marked done and is pending again after {at}",
+                                command_id_shown = Shown(command_id)
+                            ),
                         )
                         .command(command_id)
                         .ticks([*tick]),
@@ -108,7 +114,9 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                             Invariant::I9,
                             format!(
                                 "effect #{} for key {} was committed by its receiver at tick {} and lost in {at}",
-                                acked.effect_id, acked.key, acked.tick
+                                acked.effect_id,
+                                Shown(acked.key),
+                                acked.tick
                             ),
                         )
                         .command(history.command_of(acked.key))
@@ -118,16 +126,21 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             }
         }
         let rows = snapshot.rows_by_id();
-        for effect in &snapshot.effects {
+        // Effects under near-miss keys are the prober's, never a command's.
+        let commands = snapshot
+            .effects
+            .iter()
+            .filter(|effect| !history.near_misses.contains_key(effect.key.as_str()));
+        for effect in commands {
             let command = history.command_of(&effect.key);
             if !rows.contains_key(command) && reported.insert(format!("ghost {}", effect.effect_id)) {
                 violations.push(
                     Violation::new(
                         Invariant::I4,
                         format!(
-                            "after {at}, effect #{} ({}) of {command} survives at the receiver but its outbox row \
+                            "after {at}, effect #{} ({}) of {command_shown} survives at the receiver but its outbox row \
                              does not: a ghost effect",
-                            effect.effect_id, effect.kind
+                            effect.effect_id, effect.kind, command_shown = Shown(command)
                         ),
                     )
                     .command(command)

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::actors::ActorId;
 use crate::store::Outcome;
 use crate::trace::{Appended, Op, TraceEvent};
+use crate::workload::NearMiss;
 
 /// A committed append, with who committed it and when.
 pub struct Commit<'a> {
@@ -41,14 +42,25 @@ pub struct History<'a> {
     /// The `synchronous` level each connection reported when it opened, as
     /// (tick, actor, level).
     pub opens: Vec<(u64, ActorId, u8)>,
-    /// Key-conflict probes answered, as (tick, key, outcome).
+    /// Probes answered (key-conflict and near-miss ones), as (tick, key, outcome).
     pub probe_replies: Vec<(u64, &'a str, &'a Outcome)>,
+    /// Near-miss probes: each near-miss key, with the key it is near and how
+    /// it differs (`workload::near_miss`).
+    pub near_misses: BTreeMap<&'a str, (&'a str, NearMiss)>,
+    /// Replies workers received, by the key they were sent under, as
+    /// (tick, outcome), in order.
+    pub replies: BTreeMap<&'a str, Vec<(u64, &'a Outcome)>>,
+    /// The ticks each command was sent at (by workers and by writers
+    /// dispatching it themselves), in order.
+    pub sends: BTreeMap<&'a str, Vec<u64>>,
     /// The first tick each command was sent.
     pub first_send: BTreeMap<&'a str, u64>,
     /// Kills, as (tick, actor, point).
     pub kills: Vec<(u64, ActorId, &'a str)>,
     /// Rows marked done (acknowledged), as (trace position, command_id).
     pub marked: Vec<(usize, &'a str)>,
+    /// The tick of each row's first acknowledgement that changed it.
+    pub first_mark: BTreeMap<&'a str, u64>,
     /// Effects receivers committed, in order.
     pub effects_acked: Vec<AckedEffect<'a>>,
     /// Power cuts, as (trace position, tick, persistence point).
@@ -98,7 +110,10 @@ impl<'a> History<'a> {
                     command_id,
                     changed: true,
                     ..
-                } => history.marked.push((index, command_id)),
+                } => {
+                    history.marked.push((index, command_id));
+                    history.first_mark.entry(command_id).or_insert(event.tick);
+                }
                 Op::PowerCut { point, .. } => history.cuts.push((index, event.tick, *point)),
                 Op::Kill { .. } => {
                     applying.remove(&event.actor);
@@ -109,10 +124,16 @@ impl<'a> History<'a> {
                 Op::Send { command_id, key, .. } => {
                     history.key_to_command.entry(key).or_insert(command_id);
                     history.first_send.entry(command_id).or_insert(event.tick);
+                    history.sends.entry(command_id).or_default().push(event.tick);
+                }
+                Op::Reply { key, outcome } => history.replies.entry(key).or_default().push((event.tick, outcome)),
+                Op::NearMiss { key, of, form, .. } => {
+                    history.near_misses.insert(key, (of, *form));
                 }
                 Op::Dispatch { command_id, replay, .. } => {
                     history.key_to_command.entry(command_id).or_insert(command_id);
                     history.first_send.entry(command_id).or_insert(event.tick);
+                    history.sends.entry(command_id).or_default().push(event.tick);
                     history.dispatches.push((event.tick, event.actor, command_id, *replay));
                 }
                 Op::Open {
@@ -136,6 +157,11 @@ impl<'a> History<'a> {
         'a: 'k,
     {
         self.key_to_command.get(key).copied().unwrap_or(key)
+    }
+
+    /// The tick `command_id` was first marked done (an acknowledgement that changed the row).
+    pub fn mark_tick(&self, command_id: &str) -> Option<u64> {
+        self.first_mark.get(command_id).copied()
     }
 
     /// The earliest tick at which `workflow_id`'s event `seq` may have

@@ -31,6 +31,7 @@
 //! A power cut kills every holder and may take the latest claims with it
 //! (on weak settings): what was claimed before it is forgotten.
 
+use crate::model::Shown;
 use std::collections::BTreeMap;
 
 use super::{Input, Invariant, Violation};
@@ -102,7 +103,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 };
                 if current.token > used.token {
                     let message = format!(
-                        "{command_id}: two live leases by the true clock: {} sent the row at tick {} under its \
+                        "{command_id_shown}: two live leases by the true clock: {} sent the row at tick {} under its \
                          lease from tick {} (token {}, until tick {} by its clock), after {} had claimed it at \
                          tick {} with token {}; clock offsets here are at most {bound} ticks and the lease \
                          margin is {} ticks, so the holder must have stopped first",
@@ -114,7 +115,8 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                         current.owner,
                         current.tick,
                         current.token,
-                        input.lease_margin_ticks
+                        input.lease_margin_ticks,
+                        command_id_shown = Shown(command_id)
                     );
                     violations.push(Violation::new(Invariant::I8, message).command(command_id).ticks([
                         used.tick,
@@ -135,20 +137,28 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 let mine = held.get(&(command_id.as_str(), *token));
                 let message = match (mine, current) {
                     (Some(mine), Some(current)) => format!(
-                        "{command_id}: a late acknowledgement counted: {} marked the row done at tick {} \
+                        "{command_id_shown}: a late acknowledgement counted: {} marked the row done at tick {} \
                          with token {token} (its lease from tick {} expired at tick {}), after {} had \
                          claimed it at tick {} with token {}",
-                        mine.owner, event.tick, mine.tick, mine.expires, current.owner, current.tick, current.token
+                        mine.owner,
+                        event.tick,
+                        mine.tick,
+                        mine.expires,
+                        current.owner,
+                        current.tick,
+                        current.token,
+                        command_id_shown = Shown(command_id)
                     ),
                     _ => format!(
-                        "{command_id}: {} marked the row done at tick {} with token {token}, which no claim \
+                        "{command_id_shown}: {} marked the row done at tick {} with token {token}, which no claim \
                          of the row gave{}",
                         event.actor,
                         event.tick,
                         current.map_or(String::new(), |current| format!(
                             " (its current token is {}, {}'s)",
                             current.token, current.owner
-                        ))
+                        )),
+                        command_id_shown = Shown(command_id)
                     ),
                 };
                 let ticks = [mine.map(|lease| lease.tick), current.map(|lease| lease.tick)];
@@ -176,9 +186,15 @@ fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Viola
     let mut found = Vec::new();
     if after.token <= before.token {
         found.push(format!(
-            "{command_id}: the fencing token did not grow: {} claimed the row at tick {} with token {}, \
+            "{command_id_shown}: the fencing token did not grow: {} claimed the row at tick {} with token {}, \
              after {}'s claim at tick {} with token {}",
-            after.owner, after.tick, after.token, before.owner, before.tick, before.token
+            after.owner,
+            after.tick,
+            after.token,
+            before.owner,
+            before.tick,
+            before.token,
+            command_id_shown = Shown(command_id)
         ));
     }
     if after.clock < before.expires {
@@ -187,9 +203,15 @@ fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Viola
             false => format!(" (its clock read {})", after.clock),
         };
         found.push(format!(
-            "{command_id}: two live leases: {} claimed the row at tick {}{clock} while {}'s lease (tick {}, \
+            "{command_id_shown}: two live leases: {} claimed the row at tick {}{clock} while {}'s lease (tick {}, \
              token {}) ran until tick {}",
-            after.owner, after.tick, before.owner, before.tick, before.token, before.expires
+            after.owner,
+            after.tick,
+            before.owner,
+            before.tick,
+            before.token,
+            before.expires,
+            command_id_shown = Shown(command_id)
         ));
     }
     found

@@ -1,12 +1,15 @@
 //! I10 liveness: once faults stop, the run settles within its budget
-//! (`run.ticks_max` ticks and `run.steps_max` steps).
+//! (`run.ticks_max` ticks and `run.steps_max` steps); when it does not,
+//! each stuck workflow is explained: the command in its way and its state.
 //! I9 (the part that needs no power loss): `PRAGMA integrity_check` passes.
 
-use super::{Input, Invariant, Violation};
-use crate::workflow::replay;
+use super::{History, Input, Invariant, Violation, stuck};
+use crate::model::Shown;
 
 /// At most this many ids are listed in one message.
 const LIST_MAX: usize = 5;
+/// At most this many stuck workflows are explained, one violation each.
+const STUCK_MAX: usize = 50;
 
 fn listed(items: &[String]) -> String {
     let mut text = items.iter().take(LIST_MAX).cloned().collect::<Vec<_>>().join(", ");
@@ -33,69 +36,55 @@ pub fn integrity(snapshot: &crate::store::Snapshot) -> Vec<Violation> {
     .collect()
 }
 
-pub fn check(input: &Input<'_>) -> Vec<Violation> {
+/// I10 for a run that did not settle: one violation for the run (its
+/// budget and what was left), then one per stuck workflow naming the
+/// command in its way and that command's state (`stuck.rs`).
+pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let snapshot = input.snapshot;
     let mut violations = integrity(snapshot);
     if input.settled {
         return violations;
     }
-    let by_workflow = snapshot.events_by_workflow();
-    // A workflow waiting on a dead-lettered command is settled: a person
-    // handles it (retry timers).
+    let workflows: Vec<&str> = input.trips.iter().map(|trip| trip.trip_id.as_str()).collect();
+    let stuck = stuck::explain(snapshot, history, &workflows);
     let dead = snapshot.dead_lettered();
-    let manual: std::collections::BTreeSet<&str> = dead.values().map(|timer| timer.workflow_id.as_str()).collect();
-    let unfinished: Vec<String> = input
-        .trips
-        .iter()
-        .filter(|trip| !manual.contains(trip.trip_id.as_str()))
-        .filter_map(|trip| {
-            let events = by_workflow
-                .get(trip.trip_id.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            match replay(&trip.trip_id, events) {
-                Ok(replayed) if replayed.trip.is_terminal() => None,
-                Ok(replayed) => Some(format!("{} ({})", trip.trip_id, replayed.trip.phase_name())),
-                Err(_) => Some(format!("{} (unreplayable)", trip.trip_id)),
-            }
-        })
-        .collect();
     let pending: Vec<String> = snapshot
         .outbox
         .iter()
         .filter(|row| !row.done && !dead.contains_key(row.command_id.as_str()))
-        .map(|row| row.command_id.clone())
+        .map(|row| Shown(&row.command_id).to_string())
         .collect();
     let (tick, steps) = input.ended;
     let mut message = format!(
         "the run did not settle within its budget ({} ticks, {} steps; it stopped at tick {tick} after {steps} steps)",
         input.ticks_max, input.steps_max
     );
-    if !unfinished.is_empty() {
-        message.push_str(&format!(
-            "; {} workflow(s) not terminal: {}",
-            unfinished.len(),
-            listed(&unfinished)
-        ));
+    if !stuck.is_empty() {
+        let names: Vec<String> = stuck
+            .iter()
+            .map(|stuck| format!("{} ({})", Shown(&stuck.workflow_id), stuck.phase))
+            .collect();
+        message.push_str(&format!("; {} workflow(s) not done: {}", stuck.len(), listed(&names)));
     }
     if !pending.is_empty() {
         message.push_str(&format!("; {} command(s) pending: {}", pending.len(), listed(&pending)));
     }
-    // Rows done without a result are the usual reason a workflow waits forever:
-    // nothing will deliver them again and the writer has no result to record.
-    let orphaned: Vec<String> = snapshot
-        .outbox
-        .iter()
-        .filter(|row| row.done && row.result.is_none())
-        .map(|row| row.command_id.clone())
-        .collect();
-    if !orphaned.is_empty() {
-        message.push_str(&format!(
-            "; {} command(s) marked done without a result, never to be delivered again: {}",
-            orphaned.len(),
-            listed(&orphaned)
+    violations.push(Violation::new(Invariant::I10, message).ticks([tick]));
+    for stuck in stuck.iter().take(STUCK_MAX) {
+        let violation = Violation::new(Invariant::I10, stuck.to_string()).workflow(&stuck.workflow_id);
+        violations.push(match stuck.command() {
+            Some(blocked) => violation.command(&blocked.command_id),
+            None => violation,
+        });
+    }
+    if stuck.len() > STUCK_MAX {
+        violations.push(Violation::new(
+            Invariant::I10,
+            format!(
+                "… and {} more stuck workflow(s), not explained one by one",
+                stuck.len() - STUCK_MAX
+            ),
         ));
     }
-    violations.push(Violation::new(Invariant::I10, message).ticks([tick]));
     violations
 }

@@ -8,13 +8,13 @@
 //!
 //! | file          | invariants |
 //! |---------------|------------|
-//! | commands.rs   | I1 no lost command, I5 atomic append |
+//! | commands.rs   | I1 no lost command (the mark-done audit on every run), I5 atomic append |
 //! | retries.rs    | I1 for retry timers: a dead letter is never done, is visible with its attempts, no early retry |
-//! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface |
+//! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface, keys compared exactly |
 //! | sequence.rs   | I3 stale writers rejected |
 //! | replay.rs     | I6 replay is pure |
 //! | leases.rs     | I8 lease safety: a late acknowledgement never counts, one live lease per row |
-//! | liveness.rs   | I10 the run settles; I9 (partly) integrity_check |
+//! | liveness.rs   | I10 the run settles, and each stuck workflow explained (`stuck.rs`); I9 (partly) integrity_check |
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
 //! | adapter.rs    | A1 an outside store's process dies only when killed, and answers in time |
@@ -24,6 +24,11 @@
 //!
 //! Outcomes the harness could not confirm (a reply lost, a timeout) are not
 //! judged from the trace: only the database settles them.
+//!
+//! Every safety invariant is judged on every run, settled or not, on the
+//! state the run reached (after the quiet phase, or where its budget ended):
+//! a run that did not settle still shows the row that is wrong. Only I10
+//! and I1's "every row is done" clause need the run to have settled.
 
 pub mod adapter;
 mod commands;
@@ -36,6 +41,7 @@ mod replay;
 mod retries;
 mod sequence;
 mod settings;
+pub mod stuck;
 /// The canonical dump the checkers read (it lives with the store, which produces it).
 pub use crate::store::dump as snapshot;
 
@@ -150,7 +156,7 @@ impl Violation {
     pub fn command(mut self, command_id: &str) -> Violation {
         self.command_id = Some(command_id.to_string());
         if self.workflow_id.is_none() {
-            self.workflow_id = command_id.split(':').next().map(str::to_string);
+            self.workflow_id = Some(crate::model::workflow_of(command_id).to_string());
         }
         self
     }
@@ -250,7 +256,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));
     violations.extend(leases::check(input));
-    violations.extend(liveness::check(input));
+    violations.extend(liveness::check(input, &history));
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));
     violations.extend(adapter::check(input));

@@ -3,6 +3,7 @@
 //! dispatched a command.
 
 use super::{History, Input, Invariant, Violation};
+use crate::model::Shown;
 use crate::model::StoredEvent;
 use crate::workflow::replay;
 
@@ -53,7 +54,10 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             violations.push(
                 Violation::new(
                     Invariant::I6,
-                    format!("{actor} dispatched {command_id} while replaying history: replay must dispatch nothing"),
+                    format!(
+                        "{actor} dispatched {command_id_shown} while replaying history: replay must dispatch nothing",
+                        command_id_shown = Shown(command_id)
+                    ),
                 )
                 .command(command_id)
                 .ticks([*tick]),

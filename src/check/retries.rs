@@ -16,6 +16,7 @@
 //!
 //! Runs without `[retries]` have no timers and no such ops: nothing to judge.
 
+use crate::model::Shown;
 use std::collections::BTreeMap;
 
 use super::{Input, Invariant, Violation};
@@ -35,7 +36,10 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 violations.push(
                     Violation::new(
                         Invariant::I1,
-                        format!("{id} is dead-lettered (tick {at}) and marked done: a dead letter waits for a person"),
+                        format!(
+                            "{id_shown} is dead-lettered (tick {at}) and marked done: a dead letter waits for a person",
+                            id_shown = Shown(id)
+                        ),
                     )
                     .command(id)
                     .ticks([at]),
@@ -43,9 +47,15 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             }
             if timer.last_error.is_none() {
                 violations.push(
-                    Violation::new(Invariant::I1, format!("{id} is dead-lettered without its last error"))
-                        .command(id)
-                        .ticks([at]),
+                    Violation::new(
+                        Invariant::I1,
+                        format!(
+                            "{id_shown} is dead-lettered without its last error",
+                            id_shown = Shown(id)
+                        ),
+                    )
+                    .command(id)
+                    .ticks([at]),
                 );
             }
             if let Some(max) = input.max_attempts
@@ -55,8 +65,9 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                     Violation::new(
                         Invariant::I1,
                         format!(
-                            "{id} is dead-lettered after {} attempt(s), before its {max} allowed",
-                            timer.attempts
+                            "{id_shown} is dead-lettered after {} attempt(s), before its {max} allowed",
+                            timer.attempts,
+                            id_shown = Shown(id)
                         ),
                     )
                     .command(id)
@@ -71,8 +82,9 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 Violation::new(
                     Invariant::I1,
                     format!(
-                        "{id} was attempted {} times, more than max_attempts {max}",
-                        timer.attempts
+                        "{id_shown} was attempted {} times, more than max_attempts {max}",
+                        timer.attempts,
+                        id_shown = Shown(id)
                     ),
                 )
                 .command(id),
@@ -108,8 +120,9 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                     Violation::new(
                         Invariant::I1,
                         format!(
-                            "{command_id} was dead-lettered at tick {}, but the final dump does not show it",
-                            event.tick
+                            "{command_id_shown} was dead-lettered at tick {}, but the final dump does not show it",
+                            event.tick,
+                            command_id_shown = Shown(command_id)
                         ),
                     )
                     .command(command_id)
@@ -134,9 +147,9 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                         Violation::new(
                             Invariant::I1,
                             format!(
-                                "{} sent {command_id} at tick {clock} by its clock, before its retry timer was due \
+                                "{} sent {command_id_shown} at tick {clock} by its clock, before its retry timer was due \
                                  (tick {due}): the store handed it out at {read} by its clock",
-                                event.actor
+                                event.actor, command_id_shown = Shown(command_id)
                             ),
                         )
                         .command(command_id)

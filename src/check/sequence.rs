@@ -6,6 +6,7 @@
 //! landed at `expected_seq + 1`, and no two appends decided from the same
 //! head both committed.
 
+use crate::model::Shown;
 use std::collections::BTreeMap;
 
 use super::{History, Input, Invariant, Violation};
@@ -20,7 +21,11 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             Err(ReplayError::Gap { expected, found, .. }) => violations.push(
                 Violation::new(
                     Invariant::I3,
-                    format!("{workflow_id}: seq jumps from {} to {found}", expected - 1),
+                    format!(
+                        "{workflow_id_shown}: seq jumps from {} to {found}",
+                        expected - 1,
+                        workflow_id_shown = Shown(workflow_id)
+                    ),
                 )
                 .workflow(workflow_id)
                 .seq(found),
@@ -29,9 +34,11 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 Violation::new(
                     Invariant::I3,
                     format!(
-                        "{workflow_id}#{seq} ({}) does not follow from the state before it ({}): \
+                        "{workflow_id_shown}#{seq} ({}) does not follow from the state before it ({}): \
                          it was decided from a stale head",
-                        source.event_kind, source.phase
+                        source.event_kind,
+                        source.phase,
+                        workflow_id_shown = Shown(workflow_id)
                     ),
                 )
                 .workflow(workflow_id)
@@ -77,9 +84,10 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 Violation::new(
                     Invariant::I3,
                     format!(
-                        "{} appends decided from {workflow_id} seq {expected_seq} all committed ({})",
+                        "{} appends decided from {workflow_id_shown} seq {expected_seq} all committed ({})",
                         commits.len(),
-                        who.join(", ")
+                        who.join(", "),
+                        workflow_id_shown = Shown(workflow_id)
                     ),
                 )
                 .workflow(workflow_id)

@@ -259,12 +259,217 @@ fn i10_rejects_a_run_that_did_not_settle() {
         .events
         .retain(|event| !(event.workflow_id == "trip-000" && event.seq == 4));
     let found = fixture.violations();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].invariant, I10);
+    assert_eq!(found.len(), 2, "the run, then its one stuck workflow: {found:#?}");
+    assert!(found.iter().all(|violation| violation.invariant == I10));
     assert!(
         found[0].message.contains("trip-000 (flight_booked)"),
         "{}",
         found[0].message
+    );
+    assert_eq!(found[1].workflow_id.as_deref(), Some("trip-000"));
+    assert!(found[1].message.contains("waits for a writer"), "{}", found[1].message);
+}
+
+/// Where each stuck workflow's command is stuck, one I10 violation each.
+#[test]
+fn i10_explains_each_stuck_workflow_by_its_command_state() {
+    let mut fixture = clean();
+    fixture.settled = false;
+    // trip-000 waits on book_hotel (trip-000:3:0): applied, reply lost, pending.
+    fixture
+        .snapshot
+        .events
+        .retain(|event| !(event.workflow_id == "trip-000" && event.seq == 4));
+    fixture.row("trip-000:3:0").done = false;
+    fixture.row("trip-000:3:0").result = None;
+    // trip-001 waits on book_flight (trip-001:2:0): pending, never sent.
+    fixture
+        .snapshot
+        .events
+        .retain(|event| !(event.workflow_id == "trip-001" && event.seq >= 3));
+    fixture
+        .snapshot
+        .outbox
+        .retain(|row| !(row.workflow_id == "trip-001" && row.event_seq >= 3));
+    fixture
+        .snapshot
+        .effects
+        .retain(|effect| !effect.key.starts_with("trip-001:") || effect.key.starts_with("trip-001:1:"));
+    fixture.row("trip-001:2:0").done = false;
+    fixture.row("trip-001:2:0").result = None;
+    fixture
+        .events
+        .retain(|event| !matches!(&event.op, Op::Send { command_id, .. } if command_id == "trip-001:2:0"));
+    let found = fixture.violations();
+    let stuck: Vec<&super::Violation> = found
+        .iter()
+        .filter(|v| v.invariant == I10 && v.workflow_id.is_some())
+        .collect();
+    assert_eq!(stuck.len(), 2, "{found:#?}");
+    assert_eq!(stuck[0].command_id.as_deref(), Some("trip-000:3:0"));
+    assert!(
+        stuck[0].message.contains("no confirmed reply") && stuck[0].message.contains("effect #"),
+        "{}",
+        stuck[0].message
+    );
+    assert_eq!(stuck[1].command_id.as_deref(), Some("trip-001:2:0"));
+    assert!(stuck[1].message.contains("never delivered"), "{}", stuck[1].message);
+    only(&fixture, &[I10]);
+}
+
+/// The mark-done audit runs whether or not the run settled: a row marked
+/// done that no effect backs is a lost command (I1) even while the run is
+/// stuck (I10), and the stuck workflow names it.
+#[test]
+fn i1_audits_rows_marked_done_on_runs_that_did_not_settle() {
+    let mut fixture = clean();
+    fixture.settled = false;
+    fixture
+        .snapshot
+        .events
+        .retain(|event| !(event.workflow_id == "trip-000" && event.seq >= 3));
+    fixture
+        .snapshot
+        .outbox
+        .retain(|row| !(row.workflow_id == "trip-000" && row.event_seq >= 3));
+    fixture
+        .snapshot
+        .effects
+        .retain(|effect| !effect.key.starts_with("trip-000:2:") && !effect.key.starts_with("trip-000:3:"));
+    fixture.row("trip-000:2:0").result = None;
+    let found = fixture.violations();
+    let lost: Vec<&super::Violation> = found.iter().filter(|v| v.invariant == I1).collect();
+    assert_eq!(lost.len(), 1, "{found:#?}");
+    assert_eq!(lost[0].command_id.as_deref(), Some("trip-000:2:0"));
+    assert!(
+        lost[0].message.contains("no receiver ever performed it"),
+        "{}",
+        lost[0].message
+    );
+    let stuck = found
+        .iter()
+        .find(|v| v.invariant == I10 && v.workflow_id.is_some())
+        .expect("explained");
+    assert!(
+        stuck.message.contains("marked done without a result"),
+        "{}",
+        stuck.message
+    );
+    only(&fixture, &[I1, I10]);
+
+    // A row done without a result, though its effect happened, is lost too.
+    let mut fixture = clean();
+    fixture.settled = false;
+    fixture.row("trip-001:4:1").result = None;
+    let found = fixture.violations();
+    assert!(
+        found
+            .iter()
+            .any(|v| v.invariant == I1 && v.message.contains("without a result")),
+        "{found:#?}"
+    );
+}
+
+/// Near-miss probes: another key is another operation. Applied is right
+/// (its effect belongs to no command and is no ghost); the original's
+/// result, or a conflict, is I7.
+#[test]
+fn i7_judges_near_miss_probes_as_other_operations() {
+    use crate::workload::NearMiss;
+    let near = "TRIP-000:1:0";
+    let mut fixture = clean();
+    fixture.push(
+        ActorId::PROBER,
+        Op::NearMiss {
+            key: near.into(),
+            of: "trip-000:1:0".into(),
+            form: NearMiss::Case,
+            to: ActorId::new(Role::Receiver, 0),
+        },
+    );
+    let mut effect: Effect = fixture.snapshot.effects[0].clone();
+    effect.effect_id = 100;
+    effect.key = near.into();
+    effect.result = r#"{"token":"tok-100"}"#.into();
+    fixture.snapshot.effects.push(effect);
+    fixture.probe_reply(
+        near,
+        Outcome::Applied {
+            result: r#"{"token":"tok-100"}"#.into(),
+        },
+    );
+    // A duplicated probe finds its own record.
+    fixture.probe_reply(
+        near,
+        Outcome::Duplicate {
+            result: r#"{"token":"tok-100"}"#.into(),
+        },
+    );
+    only(&fixture, &[]);
+
+    let original = fixture.snapshot.effects[0].result.clone();
+    let mut folded = fixture_with_near_miss(near);
+    folded.probe_reply(near, Outcome::Duplicate { result: original });
+    only(&folded, &[I7]);
+    assert!(folded.violations()[0].message.contains("in another case"));
+    let mut conflict = fixture_with_near_miss(near);
+    conflict.probe_reply(near, Outcome::Conflict);
+    only(&conflict, &[I7]);
+}
+
+fn fixture_with_near_miss(near: &str) -> Fixture {
+    let mut fixture = clean();
+    fixture.push(
+        ActorId::PROBER,
+        Op::NearMiss {
+            key: near.into(),
+            of: "trip-000:1:0".into(),
+            form: crate::workload::NearMiss::Case,
+            to: ActorId::new(Role::Receiver, 0),
+        },
+    );
+    fixture
+}
+
+/// A worker's own request called a conflict, with no other operation under
+/// exactly its key: the receiver matched it to another key's record (I7).
+#[test]
+fn i7_rejects_a_conflict_no_operation_under_the_key_founded() {
+    let mut fixture = clean();
+    fixture.push(
+        ActorId::new(Role::Worker, 0),
+        Op::Reply {
+            key: "trip-001:1:0".into(),
+            outcome: Outcome::Conflict,
+        },
+    );
+    only(&fixture, &[I7]);
+    // A conflict founded on a rogue effect under that very key is the rogue's I7 only.
+    let mut rogue = fixture.snapshot.effects[0].clone();
+    rogue.effect_id = 100;
+    rogue.key = "trip-001:1:0".into();
+    rogue.payload = r#"{"probe":"1","trip_id":"trip-001"}"#.into();
+    fixture.snapshot.effects.push(rogue);
+    let found = fixture.violations();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].message.contains("other core parameters"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn a_violation_reads_a_workflow_id_with_colons_from_the_right() {
+    let violation = super::Violation::new(I1, "x").command("trip:4:1:2:0");
+    assert_eq!(violation.workflow_id.as_deref(), Some("trip:4:1"));
+    assert_eq!(crate::model::Shown("trip-007:1:0").to_string(), "trip-007:1:0");
+    assert_eq!(crate::model::Shown("trip s1 ").to_string(), "\"trip s1 \"");
+    assert_eq!(crate::model::Shown("cafe\u{301}").to_string(), "\"cafe\\u{301}\"");
+    assert_eq!(crate::model::Shown("\u{2126}").to_string(), "\"\\u{2126}\"");
+    assert_ne!(
+        crate::model::Shown("caf\u{e9}").to_string(),
+        crate::model::Shown("cafe\u{301}").to_string()
     );
 }
 

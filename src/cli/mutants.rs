@@ -127,28 +127,18 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<26} {:>3} {:<8} {:<16} {:<14} {:>12} {:>8} {:>9}",
-        "mutant", "#", "caught", "invariants", "scenario", "first seed", "median", "wall ms"
+        "{:<26} {:>3} {:<8} {:<12} {:<14} {:<14} {:>12} {:>8} {:>9}",
+        "mutant", "#", "caught", "first by", "documented", "scenario", "first seed", "median", "wall ms"
     );
     for row in rows {
-        let caught = match (row.mutant.as_str(), row.caught) {
-            ("reference", false) => "clean",
-            ("reference", true) => "FAILED",
-            (_, true) => "yes",
-            (_, false) => "ESCAPED",
-        };
-        let invariants: Vec<String> = row.invariants.iter().map(ToString::to_string).collect();
         let show = |value: Option<u64>| value.map_or_else(|| "-".to_string(), |v| v.to_string());
         println!(
-            "{:<26} {:>3} {:<8} {:<16} {:<14} {:>12} {:>8} {:>9}",
+            "{:<26} {:>3} {:<8} {:<12} {:<14} {:<14} {:>12} {:>8} {:>9}",
             row.mutant,
             row.mistake.map_or_else(String::new, |m| m.to_string()),
-            caught,
-            if invariants.is_empty() {
-                "-".to_string()
-            } else {
-                invariants.join(",")
-            },
+            detect::verdict(row),
+            detect::listed(&row.first_invariants),
+            detect::documented(row),
             row.scenario.as_deref().unwrap_or("-"),
             show(row.first_seed),
             show(row.median_seeds_to_detection),

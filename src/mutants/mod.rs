@@ -20,15 +20,21 @@
 //! | `body_hash_key` | 7 | the receiver de-duplicates by a hash of the request body |
 //! | `no_dedup` | 8 | the receiver does not de-duplicate |
 //! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
+//! | `dedup_after_effect` | 8 | a receiver of `call` granularity commits the effect, then the de-dup record, in one call |
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
 //! | `unfenced_mark_done` | 11 | `mark_done_leased` ignores the fencing token: a late acknowledgement counts |
 //! | `early_dedup_purge` | 12 | the receiver purges de-dup records at a hundredth of their retention |
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
+//! | `key_case_fold` | 14 | the receiver's de-dup lookup ignores case (`COLLATE NOCASE`) |
+//! | `key_trim` | 14 | the receiver trims whitespace off keys before using them |
 //!
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
-//! late (`scenarios/retries.toml`).
+//! late (`scenarios/retries.toml`); `dedup_after_effect` only where the
+//! power can go out inside a call (`scenarios/power_loss.toml`); mistake 14
+//! (crashsim's addition to PROTOCOL.md §7: idempotency keys compared
+//! inexactly) where ids are hostile or near-miss keys are probed.
 
 mod engine;
 mod forward;
@@ -39,11 +45,12 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use crate::check::Invariant;
 use crate::store::receiver::ReferenceReceiver;
 use crate::store::reference::{ReferenceStore, ReferenceSystem};
 use crate::store::{
-    Engine, Implementation, Receiver, ReferenceEngine, Result, Snapshot, SqliteSettings, Store, System, SystemConfig,
-    Who, connection, registry,
+    Engine, Granularity, Implementation, Receiver, ReferenceEngine, Result, Roles, Snapshot, SqliteSettings, Store,
+    System, SystemConfig, Who, connection, registry,
 };
 
 /// How a mutant's connections get their settings.
@@ -68,6 +75,10 @@ pub struct Mutant {
     receiver: fn(ReferenceReceiver) -> Box<dyn Receiver>,
     engine: &'static dyn Engine,
     settings: Settings,
+    roles: Roles,
+    /// The invariants its mistake breaks (the README's "caught by"): the
+    /// detection table records whether the first failing seed broke one.
+    pub caught_by: &'static [Invariant],
 }
 
 fn reference_store(inner: ReferenceStore) -> Box<dyn Store> {
@@ -86,15 +97,21 @@ const BASE: Mutant = Mutant {
     receiver: reference_receiver,
     engine: &ReferenceEngine,
     settings: Settings::EveryOpen,
+    roles: Roles {
+        store: Granularity::Step,
+        receiver: Granularity::Step,
+    },
+    caught_by: &[],
 };
 
-/// Every mutant, in the order of PROTOCOL.md §7.
-pub static MUTANTS: [Mutant; 14] = [
+/// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistake 14).
+pub static MUTANTS: [Mutant; 17] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
         description: "sequence computed as MAX(seq)+1 and inserted unconditionally",
         store: |inner| Box::new(store::MaxSeqPlusOne { inner }),
+        caught_by: &[Invariant::I3],
         ..BASE
     },
     Mutant {
@@ -102,6 +119,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 2,
         description: "on conflict the event is renumbered to the next free seq instead of re-deciding",
         store: |inner| Box::new(store::RenumberOnConflict { inner }),
+        caught_by: &[Invariant::I3],
         ..BASE
     },
     Mutant {
@@ -109,6 +127,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 3,
         description: "event and outbox rows committed in separate transactions",
         store: |inner| Box::new(store::SplitTransactions { inner }),
+        caught_by: &[Invariant::I5, Invariant::I1],
         ..BASE
     },
     Mutant {
@@ -116,6 +135,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 4,
         description: "commands delivered before the event's transaction commits",
         engine: &engine::DeliverBeforeCommit,
+        caught_by: &[Invariant::I4],
         ..BASE
     },
     Mutant {
@@ -123,6 +143,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 5,
         description: "a new random idempotency key on every delivery attempt",
         engine: &engine::RandomKeyPerAttempt,
+        caught_by: &[Invariant::I2],
         ..BASE
     },
     Mutant {
@@ -130,6 +151,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 6,
         description: "outbox row marked done before the receiver confirmed",
         engine: &engine::MarkDoneBeforeConfirm,
+        caught_by: &[Invariant::I1],
         ..BASE
     },
     Mutant {
@@ -137,6 +159,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 7,
         description: "request-body hash used as the idempotency key",
         receiver: |inner| Box::new(receiver::BodyHashKey { inner }),
+        caught_by: &[Invariant::I2, Invariant::I7],
         ..BASE
     },
     Mutant {
@@ -144,6 +167,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 8,
         description: "receiver without de-duplication",
         receiver: |inner| Box::new(receiver::NoDedup { inner }),
+        caught_by: &[Invariant::I2],
         ..BASE
     },
     Mutant {
@@ -151,6 +175,19 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 8,
         description: "receiver commits its de-duplication record apart from its effect",
         receiver: |inner| Box::new(receiver::DedupApart { inner }),
+        caught_by: &[Invariant::I2],
+        ..BASE
+    },
+    Mutant {
+        name: "dedup_after_effect",
+        mistake: 8,
+        description: "receiver of call granularity commits its effect, then its de-duplication record, in two transactions of one call",
+        receiver: |inner| Box::new(receiver::DedupAfterEffect { inner }),
+        roles: Roles {
+            store: Granularity::Step,
+            receiver: Granularity::Call,
+        },
+        caught_by: &[Invariant::I2],
         ..BASE
     },
     Mutant {
@@ -158,6 +195,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 9,
         description: "replay dispatches the commands of the events it folds",
         engine: &engine::ReplayDispatches,
+        caught_by: &[Invariant::I6],
         ..BASE
     },
     Mutant {
@@ -165,6 +203,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 10,
         description: "per-connection PRAGMAs set only once, on the first connection",
         settings: Settings::FirstOpenOnly,
+        caught_by: &[Invariant::I9],
         ..BASE
     },
     Mutant {
@@ -172,6 +211,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 11,
         description: "leases without fencing: mark_done by command_id alone, a late acknowledgement from an expired holder counts",
         store: |inner| Box::new(store::UnfencedMarkDone { inner }),
+        caught_by: &[Invariant::I8],
         ..BASE
     },
     Mutant {
@@ -179,6 +219,7 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 12,
         description: "de-dup records purged before producers stop retrying: a late retry applies twice",
         receiver: |inner| Box::new(receiver::EarlyDedupPurge { inner }),
+        caught_by: &[Invariant::I2],
         ..BASE
     },
     Mutant {
@@ -186,6 +227,23 @@ pub static MUTANTS: [Mutant; 14] = [
         mistake: 13,
         description: "store commits acknowledged as durable while running synchronous=OFF",
         settings: Settings::StoreSyncOff,
+        caught_by: &[Invariant::I9],
+        ..BASE
+    },
+    Mutant {
+        name: "key_case_fold",
+        mistake: 14,
+        description: "idempotency keys compared case-insensitively: the de-dup lookup ignores case",
+        receiver: |inner| Box::new(receiver::KeyCaseFold { inner }),
+        caught_by: &[Invariant::I7],
+        ..BASE
+    },
+    Mutant {
+        name: "key_trim",
+        mistake: 14,
+        description: "idempotency keys trimmed of whitespace before the de-dup lookup and record",
+        receiver: |inner| Box::new(receiver::KeyTrim { inner }),
+        caught_by: &[Invariant::I7],
         ..BASE
     },
 ];
@@ -228,6 +286,10 @@ impl Implementation for Mutant {
 
     fn engine(&self) -> &'static dyn Engine {
         self.engine
+    }
+
+    fn roles(&self) -> Roles {
+        self.roles
     }
 
     fn leases(&self) -> bool {
@@ -312,7 +374,11 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=13).collect();
-        assert_eq!(mistakes, covered, "mistakes 1-13 are covered");
+        let covered: std::collections::BTreeSet<u8> = (1..=14).collect();
+        assert_eq!(mistakes, covered, "mistakes 1-14 are covered");
+        assert!(
+            MUTANTS.iter().all(|mutant| !mutant.caught_by.is_empty()),
+            "each names its invariant"
+        );
     }
 }

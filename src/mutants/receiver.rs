@@ -1,11 +1,12 @@
-//! Mutants of the idempotent receiver (mistakes 7, 8 and 12).
+//! Mutants of the idempotent receiver (mistakes 7, 8, 12 and 14).
 
+use rusqlite::OptionalExtension;
 use sha2::{Digest, Sha256};
 
 use super::forward::forward_receiver;
 use crate::store::receiver::{ReferenceReceiver, find, judge, perform_effect, record};
 use crate::store::service::{core_digest, hex16};
-use crate::store::{Applied, Lookup, Receiver, Request, Result};
+use crate::store::{Applied, Handled, Lookup, Outcome, Receiver, Request, Result};
 
 /// Mistake 7: the idempotency key is a hash of the request body, not the
 /// identity of the business intent: a retry with a new attempt number and
@@ -103,5 +104,117 @@ impl Receiver for EarlyDedupPurge {
     fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
         let (conn, _) = self.inner.parts();
         crate::store::retention::purge(conn, now.saturating_sub(retention_ticks / 100))
+    }
+}
+
+/// Mistake 8, third form, inside one call: a receiver of `call`
+/// granularity (one `handle` per request, as outside stores often are)
+/// commits the effect, then the de-duplication record, in two transactions
+/// of the same call. No kill point falls between them (a kill lands
+/// between calls); only a power cut between the two commits leaves an
+/// effect without its record, which the retry applies again (I2).
+pub struct DedupAfterEffect {
+    pub inner: ReferenceReceiver,
+}
+
+impl DedupAfterEffect {
+    fn handle_open(&mut self, request: &Request) -> Result<Handled> {
+        let lookup = self.inner.lookup(request)?;
+        let outcome = match lookup {
+            Lookup::New => {
+                let (conn, hotel_failure) = self.inner.parts();
+                let applied = perform_effect(conn, request, hotel_failure)?;
+                // "The effect is what matters: commit it at once."
+                self.inner.commit()?;
+                self.inner.begin()?;
+                let (conn, _) = self.inner.parts();
+                record(
+                    conn,
+                    &request.key,
+                    &core_digest(&request.kind, &request.payload),
+                    &applied,
+                )?;
+                self.inner.commit()?;
+                return Ok(Handled {
+                    outcome: Outcome::Applied { result: applied.result },
+                    effect_id: Some(applied.effect_id),
+                });
+            }
+            Lookup::Seen { result } => Outcome::Duplicate { result },
+            Lookup::Conflict => Outcome::Conflict,
+        };
+        self.inner.rollback()?;
+        Ok(Handled {
+            outcome,
+            effect_id: None,
+        })
+    }
+}
+
+impl Receiver for DedupAfterEffect {
+    forward_receiver!(begin, lookup, apply, commit, rollback, connection, purge_dedup);
+
+    fn handle(&mut self, request: &Request) -> Result<Handled> {
+        self.inner.begin()?;
+        let handled = self.handle_open(request);
+        if handled.is_err() {
+            let _ = self.inner.rollback();
+        }
+        handled
+    }
+}
+
+/// Mistake 14, first form: keys compared case-insensitively. The de-dup
+/// lookup matches `COLLATE NOCASE` ("ids are case-insensitive anyway"), so
+/// `Trip-Ab:1:0` finds the record of `trip-ab:1:0`: a different command is
+/// answered as a conflict (or with another command's result), and a
+/// near-miss key in another case as a repeat (I7).
+pub struct KeyCaseFold {
+    pub inner: ReferenceReceiver,
+}
+
+impl Receiver for KeyCaseFold {
+    forward_receiver!(begin, apply, commit, rollback, connection, purge_dedup);
+
+    fn lookup(&mut self, request: &Request) -> Result<Lookup> {
+        let (conn, _) = self.inner.parts();
+        let found = conn
+            .prepare_cached("SELECT digest, result FROM dedup WHERE key = ?1 COLLATE NOCASE ORDER BY key LIMIT 1")?
+            .query_row([&request.key], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        Ok(judge(found, &core_digest(&request.kind, &request.payload)))
+    }
+}
+
+/// Mistake 14, second form: keys trimmed before use ("stray whitespace from
+/// the client"). The lookup and the record both use the key with the
+/// whitespace at either end removed, so ` trip-s1:1:0` and `trip-s1:1:0`
+/// are one key: a different command is answered as a conflict, and a
+/// near-miss key with a space at either end as a repeat (I7).
+pub struct KeyTrim {
+    pub inner: ReferenceReceiver,
+}
+
+impl Receiver for KeyTrim {
+    forward_receiver!(begin, commit, rollback, connection, purge_dedup);
+
+    fn lookup(&mut self, request: &Request) -> Result<Lookup> {
+        let (conn, _) = self.inner.parts();
+        Ok(judge(
+            find(conn, request.key.trim())?,
+            &core_digest(&request.kind, &request.payload),
+        ))
+    }
+
+    fn apply(&mut self, request: &Request) -> Result<Applied> {
+        let (conn, hotel_failure) = self.inner.parts();
+        let applied = perform_effect(conn, request, hotel_failure)?;
+        record(
+            conn,
+            request.key.trim(),
+            &core_digest(&request.kind, &request.payload),
+            &applied,
+        )?;
+        Ok(applied)
     }
 }

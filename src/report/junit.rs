@@ -112,6 +112,15 @@ pub fn mutants(rows: &[Row], seeds_max: u64) -> String {
                 ),
                 "",
             )
+        } else if row.caught {
+            failure(
+                &format!(
+                    "caught only by {}, never by its documented {} (within {seeds_max} seeds of any scenario)",
+                    crate::detect::listed(&row.invariants),
+                    crate::detect::listed(&row.caught_by)
+                ),
+                "",
+            )
         } else {
             failure(
                 &format!("escaped: not caught within {seeds_max} seeds in any scenario"),

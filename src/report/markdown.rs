@@ -7,6 +7,25 @@ use super::json::{RunSummary, ScenarioSummary};
 use crate::detect::Row;
 use crate::shrink::Size;
 
+/// Text from a run (a checker's message, with whatever ids and payloads
+/// it quotes) as a table cell: Markdown's punctuation backslash-escaped, so
+/// that no id opens a code span, emphasis, a link or raw HTML, or splits
+/// the cell at a `|`; line breaks become spaces.
+pub fn cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '<' | '>' | '&' | '`' | '*' | '_' | '[' | ']' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn kill_rows(summary: &ScenarioSummary) -> String {
     let mut text = String::from("| kill point | reached | fired |\n|---|---:|---:|\n");
     for (point, count) in &summary.kills {
@@ -90,7 +109,7 @@ pub fn run(summary: &RunSummary) -> String {
                     "| {} | {} | {} | `{}` |",
                     failing.seed,
                     failing.invariants.join(", "),
-                    failing.first.replace('|', "\\|"),
+                    cell(&failing.first),
                     failing.replay
                 );
             }
@@ -114,7 +133,7 @@ pub fn run(summary: &RunSummary) -> String {
                     "| {} | {} | {} | `{}` |",
                     errored.seed,
                     errored.error.kind.name(),
-                    errored.error.cause.replace('|', "\\|"),
+                    cell(&errored.error.cause),
                     errored.replay
                 );
             }
@@ -152,23 +171,24 @@ pub fn mutants(rows: &[Row], seeds_max: u64, ranges: u32) -> String {
          the median seeds-to-detection of its best scenario is reported.\n"
     );
     text.push_str(
-        "| mutant | mistake | caught | invariants | scenario | first seed | median seeds | wall ms |\n\
-         |---|---:|---|---|---|---:|---:|---:|\n",
+        "| mutant | mistake | caught | first caught by | documented | invariants | scenario | first seed | median seeds | wall ms |\n\
+         |---|---:|---|---|---|---|---|---:|---:|---:|\n",
     );
     for row in rows {
-        let caught = match (row.mutant.as_str(), row.caught) {
-            ("reference", false) => "clean",
-            ("reference", true) => "**FAILED**",
-            (_, true) => "yes",
-            (_, false) => "**escaped**",
+        let caught = match crate::detect::verdict(row) {
+            "FAILED" => "**FAILED**",
+            "ESCAPED" => "**escaped**",
+            "OTHER" => "**only by other invariants**",
+            verdict => verdict,
         };
-        let invariants: Vec<String> = row.invariants.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             text,
-            "| `{}` | {} | {caught} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {caught} | {} | {} | {} | {} | {} | {} | {} |",
             row.mutant,
             row.mistake.map_or_else(String::new, |m| m.to_string()),
-            invariants.join(", "),
+            crate::detect::listed(&row.first_invariants),
+            crate::detect::documented(row),
+            crate::detect::listed(&row.invariants),
             row.scenario.as_deref().unwrap_or("–"),
             optional(row.first_seed),
             optional(row.median_seeds_to_detection),

@@ -32,6 +32,7 @@ pub use validate::Rejection;
 use crate::ratio::Ratio;
 use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
 use crate::store::{JournalMode, SqliteSettings, Synchronous};
+use crate::workload::Style;
 
 /// A scenario as written, after validation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -71,8 +72,10 @@ pub struct Scenario {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Power {
-    /// Chance, per actor step in the fault phase, that power goes out at the
-    /// next write, sync, truncation or deletion. Default "0/1" (off).
+    /// Chance, per actor step in the fault phase, that power goes out at one
+    /// of the next few writes, syncs, truncations or deletions (drawn from
+    /// the seed: it may fall inside a step, between two commits of one
+    /// store call). Default "0/1" (off).
     pub loss: Ratio,
     /// What a cut does to unsynced writes: "drop_unsynced" (default),
     /// "random" (kept, lost, torn or garbled) or "keep_all" (process death only).
@@ -85,6 +88,8 @@ impl Scenario {
         let mut plan = self.faults.plan();
         plan.power_loss = self.power.loss;
         plan.pause = self.faults.pause.map_or(Ratio::ZERO, |pause| pause.rate);
+        plan.ids = self.workload.ids.clone();
+        plan.payloads = self.workload.payloads.clone();
         if let Some(skew) = self.faults.skew {
             plan.skew_ticks = skew.max_ticks;
             plan.clock_step = skew.step_rate;
@@ -137,6 +142,14 @@ pub struct Workload {
     pub hotel_failure: Ratio,
     /// Pending rows a worker reads at a time. Default 4.
     pub pending_batch: u32,
+    /// The workflow ids: `"plain"` (`trip-007`, the default), `"hostile"`
+    /// (every class of `workload::Class`) or a list of classes. With
+    /// `faults.swarm`, each seed keeps a random subset of them.
+    #[serde(skip_serializing_if = "Style::is_plain")]
+    pub ids: Style,
+    /// The payload strings (the cities trips go to), like `ids`.
+    #[serde(skip_serializing_if = "Style::is_plain")]
+    pub payloads: Style,
 }
 
 /// Simulated durations, all in ticks.
@@ -189,6 +202,13 @@ pub struct Faults {
     /// Chance that a confirmed command is followed by a rogue request reusing
     /// its key with other core parameters (the receiver must reject it: I7).
     pub key_conflict: Ratio,
+    /// Chance that a confirmed command is followed by a request with its
+    /// exact parameters under a near miss of its key (another case, a space
+    /// at either end, the other Unicode normalization form): a different
+    /// key, which the receiver must treat as a different operation (I7).
+    /// Default: the `key_conflict` rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub near_miss_key: Option<Ratio>,
     /// Actors pause with their state intact (off unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause: Option<PauseFaults>,
@@ -306,6 +326,8 @@ impl Default for Workload {
             receivers_count: 2,
             hotel_failure: Ratio::new(1, 4),
             pending_batch: 4,
+            ids: Style::plain(),
+            payloads: Style::plain(),
         }
     }
 }
@@ -382,6 +404,7 @@ impl Faults {
         plan.receiver_retryable = self.receiver.retryable;
         plan.net_retryable = self.net.retryable;
         plan.poison = self.receiver.poison;
+        plan.near_miss = self.near_miss_key.unwrap_or(self.key_conflict);
         plan
     }
 

@@ -45,26 +45,28 @@ pub struct World<'a> {
     pub lease_margin_ticks: u64,
 }
 
-/// The cities trips go to.
-const CITIES: [&str; 8] = ["Lima", "Oslo", "Rome", "Kyiv", "Pune", "Lagos", "Quito", "Hanoi"];
-
 impl<'a> World<'a> {
-    /// The world of seed `seed` of `scenario`.
+    /// The world of seed `seed` of `scenario`, with the plan's (maybe
+    /// swarm-drawn) styles of ids and payload strings.
     pub fn new(
         scenario: &crate::scenario::Scenario,
+        plan: &super::faults::FaultPlan,
         seed: u64,
         engine: &'a dyn crate::store::Engine,
         roles: crate::store::Roles,
     ) -> World<'a> {
-        let mut prng = Prng::derive(seed, "workload/trips");
         let count = scenario.workload.trips_count;
-        let width = count.saturating_sub(1).to_string().len().max(3);
-        let trips = (0..count)
-            .map(|index| TripRequest {
-                trip_id: format!("trip-{index:0width$}"),
-                city: prng.pick(&CITIES).expect("cities").to_string(),
+        let ids = crate::workload::ids::trip_ids(count, &plan.ids, &mut Prng::derive(seed, "workload/ids"));
+        let cities = crate::workload::cities::cities(&plan.payloads);
+        let mut prng = Prng::derive(seed, "workload/trips");
+        let mut trips: Vec<TripRequest> = ids
+            .into_iter()
+            .map(|trip_id| TripRequest {
+                trip_id,
+                city: prng.pick(&cities).expect("cities").clone(),
             })
             .collect();
+        trips.sort_by(|a, b| a.trip_id.cmp(&b.trip_id));
         World {
             engine,
             roles,

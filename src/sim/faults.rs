@@ -71,6 +71,7 @@ use serde::{Deserialize, Serialize};
 use super::prng::Prng;
 use crate::actors::ActorId;
 use crate::ratio::Ratio;
+use crate::workload::{NearMiss, Style};
 
 /// A place in an actor's loop where the simulator may kill it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -193,6 +194,10 @@ pub struct FaultPlan {
     pub net_drop: Ratio,
     pub net_duplicate: Ratio,
     pub key_conflict: Ratio,
+    /// Chance that a confirmed command is followed by a near-miss probe
+    /// (`[faults] near_miss_key`; `workload::near_miss`).
+    #[serde(skip_serializing_if = "zero")]
+    pub near_miss: Ratio,
     /// Chance per actor step that power goes out (see `scenario::Power`).
     pub power_loss: Ratio,
     /// Chance per actor step that the actor pauses (`[faults.pause]`).
@@ -213,6 +218,13 @@ pub struct FaultPlan {
     /// Chance per actor step that its clock steps (`[faults.skew] step_rate`).
     #[serde(skip_serializing_if = "zero")]
     pub clock_step: Ratio,
+    /// The classes of hostile text in workflow ids (`[workload] ids`),
+    /// drawn per seed in swarm mode.
+    #[serde(skip_serializing_if = "Style::is_plain")]
+    pub ids: Style,
+    /// The same for payload strings (`[workload] payloads`).
+    #[serde(skip_serializing_if = "Style::is_plain")]
+    pub payloads: Style,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
 }
@@ -225,6 +237,7 @@ impl FaultPlan {
             net_drop,
             net_duplicate,
             key_conflict,
+            near_miss: Ratio::ZERO,
             power_loss: Ratio::ZERO,
             pause: Ratio::ZERO,
             receiver_retryable: Ratio::ZERO,
@@ -232,13 +245,18 @@ impl FaultPlan {
             poison: Ratio::ZERO,
             skew_ticks: 0,
             clock_step: Ratio::ZERO,
+            ids: Style::plain(),
+            payloads: Style::plain(),
             swarm: false,
         }
     }
 
     /// Swarm mode: each kill point is on with probability 1/2, at a rate
     /// drawn from a menu of very different weights (TigerBeetle's swarm
-    /// testing); at least one point is always on.
+    /// testing); at least one point is always on. Then the classes of
+    /// hostile ids and payloads are a subset of the configured ones, each
+    /// kept with probability 1/2 (drawn after the kills, so a plain
+    /// scenario draws its kills as before).
     pub fn swarm(mut self, prng: &mut Prng) -> FaultPlan {
         loop {
             for rate in self.kill.iter_mut() {
@@ -252,6 +270,8 @@ impl FaultPlan {
                 break;
             }
         }
+        self.ids = self.ids.swarm(prng);
+        self.payloads = self.payloads.swarm(prng);
         self.swarm = true;
         self
     }
@@ -275,6 +295,7 @@ impl FaultPlan {
             ("net.drop", self.net_drop),
             ("net.duplicate", self.net_duplicate),
             ("key_conflict", self.key_conflict),
+            ("near_miss_key", self.near_miss),
             ("power.loss", self.power_loss),
             ("pause", self.pause),
             ("receiver.retryable", self.receiver_retryable),
@@ -289,6 +310,11 @@ impl FaultPlan {
             parts.push(format!("skew=±{}", self.skew_ticks));
             if !self.clock_step.is_zero() {
                 parts.push(format!("clock.step={}", self.clock_step));
+            }
+        }
+        for (name, style) in [("ids", &self.ids), ("payloads", &self.payloads)] {
+            if !style.is_plain() {
+                parts.push(format!("{name}={style}"));
             }
         }
         if parts.is_empty() {
@@ -346,6 +372,9 @@ pub enum Fault {
     Duplicate { from: ActorId, send: u64 },
     /// Follow the `reply`-th confirmed reply to a worker with a key-conflict probe.
     Probe { reply: u64 },
+    /// Follow the `reply`-th confirmed reply to a worker with the same
+    /// request under a near miss of its key, changed by `form`.
+    NearMiss { reply: u64, form: NearMiss },
     /// Cut the power at the `point`-th persistence point (write, sync,
     /// truncation or deletion) the crash VFS sees.
     PowerCut { point: u64 },
@@ -412,6 +441,27 @@ impl FaultSource {
 }
 
 impl FaultSource {
+    /// Decides a near-miss probe after the `reply`-th confirmed reply: draws
+    /// with `rate`, then a form among the `applicable` ones, from `prng`; or
+    /// looks the reply up in a forced schedule (whose form must still apply).
+    pub fn near_miss(&self, prng: &mut Prng, rate: Ratio, reply: u64, applicable: &[NearMiss]) -> Option<NearMiss> {
+        match self {
+            FaultSource::Drawn => match prng.chance(rate) {
+                true => prng.pick(applicable).copied(),
+                false => None,
+            },
+            FaultSource::Forced(faults) => {
+                let at = |form| Fault::NearMiss { reply, form };
+                faults
+                    .range(at(NearMiss::ALL[0])..=at(NearMiss::ALL[NearMiss::ALL.len() - 1]))
+                    .find_map(|fault| match fault {
+                        Fault::NearMiss { form, .. } => applicable.contains(form).then_some(*form),
+                        _ => None,
+                    })
+            }
+        }
+    }
+
     /// `actor`'s initial clock offset: drawn in `[-bound, bound]` from
     /// `prng`, or the forced schedule's (0 if it has none).
     pub fn skew(&self, prng: &mut Prng, bound: u64, actor: ActorId) -> i64 {

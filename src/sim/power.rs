@@ -3,8 +3,9 @@
 //!
 //! A cut is armed at a persistence point (a write, sync, truncation or
 //! deletion the VFS sees): drawn per actor step with the scenario's
-//! `power.loss` rate ("at the next point"), scripted at a tick, or forced
-//! from a recorded schedule. Arming at a point rather than cutting between
+//! `power.loss` rate (at one of the next `WINDOW` points, drawn from the
+//! seed, so a cut may fall between two commits of one store call), scripted
+//! at a tick (at the next point), or forced from a recorded schedule. Arming at a point rather than cutting between
 //! steps means a drawn cut and its forced replay happen at the same byte.
 //! The cut itself (every actor dies, the files are rewritten, recovery is
 //! judged) is `Simulator::power_cut`.
@@ -17,6 +18,12 @@ use crate::check::Snapshot;
 use crate::ratio::Ratio;
 use crate::vfs::crash::{CrashVfs, Model, Restored, pin_sqlite_prng, unique_name};
 use crate::vfs::shim::VfsError;
+
+/// A drawn cut lands on one of this many persistence points after the
+/// draw: a few writing steps' worth (a commit is a handful of WAL frame
+/// writes and a sync), so that every point of a step, not only its first,
+/// is as likely to be hit.
+pub const WINDOW: u64 = 32;
 
 /// What the databases held right after a cut, once recovered.
 #[derive(Clone, Debug)]
@@ -85,12 +92,15 @@ impl Power {
     }
 
     /// Before an actor step in the fault phase: with probability `rate`, the
-    /// power goes out at the next persistence point (unless a cut is pending).
+    /// power goes out at one of the next `WINDOW` persistence points, drawn
+    /// uniformly (unless a cut is pending). The point may lie anywhere in
+    /// the coming steps, between two writes or two commits of one store
+    /// call as well as at a step's first write.
     pub fn draw(&mut self, rate: Ratio) {
         if !self.drawing || !self.cuts.is_empty() || !self.decide.chance(rate) {
             return;
         }
-        let point = self.vfs.points() + 1;
+        let point = self.vfs.points() + 1 + self.decide.below(WINDOW);
         self.cuts.insert(point);
         self.drawn.insert(point);
         self.rearm();

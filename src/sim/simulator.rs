@@ -142,6 +142,14 @@ pub struct Simulator<'a> {
     latency_prng: Prng,
     probe_prng: Prng,
     probe_target_prng: Prng,
+    /// Near-miss probes: whether one follows a confirmed reply and its form
+    /// (drawn only when drawing), and its target (also when forced).
+    near_miss_prng: Prng,
+    near_miss_target_prng: Prng,
+    /// Keys near-miss probes used (each is used once).
+    near_keys: std::collections::BTreeSet<String>,
+    /// The run's workflow ids, which no near-miss key may be a command of.
+    workflow_ids: std::collections::BTreeSet<String>,
     /// Retryable failures (`[faults.receiver]`/`[faults.net] retryable`, poison).
     retryable: retryable::RetryFaults,
     /// Messages the prober sent (it has no slot).
@@ -209,7 +217,7 @@ impl<'a> Simulator<'a> {
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
-        let world = World::new(scenario, seed, implementation.engine(), implementation.roles());
+        let world = World::new(scenario, &plan, seed, implementation.engine(), implementation.roles());
         let workload = &scenario.workload;
         let roles = [
             (Role::Writer, workload.writers_count),
@@ -239,6 +247,7 @@ impl<'a> Simulator<'a> {
             })
             .collect();
 
+        let workflow_ids = world.trips.iter().map(|trip| trip.trip_id.clone()).collect();
         let mut simulator = Simulator {
             scenario,
             seed,
@@ -268,6 +277,10 @@ impl<'a> Simulator<'a> {
             latency_prng: Prng::derive(seed, "net/latency"),
             probe_prng: Prng::derive(seed, "probe/chance"),
             probe_target_prng: Prng::derive(seed, "probe/target"),
+            near_miss_prng: Prng::derive(seed, "probe/near_miss"),
+            near_miss_target_prng: Prng::derive(seed, "probe/near_miss_target"),
+            near_keys: Default::default(),
+            workflow_ids,
             retryable: retryable::RetryFaults::new(seed, scenario.faults.receiver.poison),
             prober_sent: 0,
             confirmed_replies: 0,

@@ -192,7 +192,15 @@ pub enum Op {
         to: ActorId,
         payload: String,
     },
-    /// The receiver's answer to a probe.
+    /// The prober sent the request of key `of`, its exact parameters,
+    /// under `key`, a near miss of `of` changed by `form`: another operation.
+    NearMiss {
+        key: String,
+        of: String,
+        form: crate::workload::NearMiss,
+        to: ActorId,
+    },
+    /// The receiver's answer to a probe (a key-conflict or a near-miss one).
     ProbeReply {
         key: String,
         #[serde(flatten)]

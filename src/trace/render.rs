@@ -1,6 +1,7 @@
 //! Renders trace events as aligned lines for people:
 //! `   812  writer-3   insert_event trip-007 expected_seq=2 seq=3`.
 
+use crate::model::Shown;
 use std::fmt::Write;
 
 use super::event::{Op, TraceEvent};
@@ -44,27 +45,46 @@ pub fn describe(op: &Op) -> String {
             workflow_id,
             last_seq,
             phase,
-        } => format!("load {workflow_id} last_seq={last_seq} phase={phase}"),
+        } => format!(
+            "load {workflow_id_shown} last_seq={last_seq} phase={phase}",
+            workflow_id_shown = Shown(workflow_id)
+        ),
         Op::Awaiting { command_id, done } => {
-            format!("awaiting {command_id}: {}", if *done { "done" } else { "pending" })
+            format!(
+                "awaiting {command_id_shown}: {}",
+                if *done { "done" } else { "pending" },
+                command_id_shown = Shown(command_id)
+            )
         }
         Op::Decide {
             workflow_id,
             expected_seq,
             kind,
             ..
-        } => format!("decide {workflow_id} {kind} from seq {expected_seq}"),
+        } => format!(
+            "decide {workflow_id_shown} {kind} from seq {expected_seq}",
+            workflow_id_shown = Shown(workflow_id)
+        ),
         Op::Begin => "begin".to_string(),
         Op::InsertEvent {
             workflow_id,
             expected_seq,
             seq,
-        } => format!("insert_event {workflow_id} expected_seq={expected_seq} seq={seq}"),
+        } => format!(
+            "insert_event {workflow_id_shown} expected_seq={expected_seq} seq={seq}",
+            workflow_id_shown = Shown(workflow_id)
+        ),
         Op::Conflict {
             workflow_id,
             expected_seq,
-        } => format!("STALE {workflow_id}: head moved past {expected_seq}"),
-        Op::InsertCommand { command_id } => format!("insert_command {command_id}"),
+        } => format!(
+            "STALE {workflow_id_shown}: head moved past {expected_seq}",
+            workflow_id_shown = Shown(workflow_id)
+        ),
+        Op::InsertCommand { command_id } => format!(
+            "insert_command {command_id_shown}",
+            command_id_shown = Shown(command_id)
+        ),
         Op::Commit { appended } => {
             let mut text = "commit".to_string();
             for append in appended {
@@ -81,21 +101,32 @@ pub fn describe(op: &Op) -> String {
             attempt,
         } => {
             if command_id == key {
-                format!("send {command_id} -> {to} (attempt {attempt})")
+                format!(
+                    "send {command_id_shown} -> {to} (attempt {attempt})",
+                    command_id_shown = Shown(command_id)
+                )
             } else {
-                format!("send {command_id} as key {key} -> {to} (attempt {attempt})")
+                format!(
+                    "send {command_id_shown} as key {key_shown} -> {to} (attempt {attempt})",
+                    command_id_shown = Shown(command_id),
+                    key_shown = Shown(key)
+                )
             }
         }
-        Op::Reply { key, outcome: o } => format!("reply {key}: {}", outcome(o)),
-        Op::Timeout { key, attempt } => format!("timeout {key} (attempt {attempt}): outcome unknown"),
+        Op::Reply { key, outcome: o } => format!("reply {key_shown}: {}", outcome(o), key_shown = Shown(key)),
+        Op::Timeout { key, attempt } => format!(
+            "timeout {key_shown} (attempt {attempt}): outcome unknown",
+            key_shown = Shown(key)
+        ),
         Op::MarkDone {
             command_id,
             changed,
             token: None,
         } => {
             format!(
-                "mark_done {command_id}{}",
-                if *changed { "" } else { " (already done)" }
+                "mark_done {command_id_shown}{}",
+                if *changed { "" } else { " (already done)" },
+                command_id_shown = Shown(command_id)
             )
         }
         Op::MarkDone {
@@ -104,12 +135,13 @@ pub fn describe(op: &Op) -> String {
             token: Some(token),
         } => {
             format!(
-                "mark_done {command_id} token={token}{}",
+                "mark_done {command_id_shown} token={token}{}",
                 if *changed {
                     ""
                 } else {
                     " REJECTED (lease passed to another holder, or done already)"
-                }
+                },
+                command_id_shown = Shown(command_id)
             )
         }
         Op::Claim {
@@ -124,31 +156,47 @@ pub fn describe(op: &Op) -> String {
             format!("claim [{}] as {owner} until tick {expires}", rows.join(", "))
         }
         Op::LeaseLost { command_id, token } => {
-            format!("lease on {command_id} (token={token}) expired before sending: left to the next claim")
+            format!(
+                "lease on {command_id_shown} (token={token}) expired before sending: left to the next claim",
+                command_id_shown = Shown(command_id)
+            )
         }
         Op::Pause { ticks } => format!("== PAUSED for {ticks} ticks (connection and memory kept) =="),
         Op::Skew { offset } => format!("== CLOCK SKEWED: reads the true tick {offset:+} =="),
         Op::ClockStep { by, offset } => {
             format!("== CLOCK STEPPED by {by:+} ticks: reads the true tick {offset:+} ==")
         }
-        Op::Receive { key, from } => format!("receive {key} from {from}"),
+        Op::Receive { key, from } => format!("receive {key_shown} from {from}", key_shown = Shown(key)),
         Op::Lookup { key, found } => {
             let found = match found {
                 Lookup::New => "new".to_string(),
                 Lookup::Seen { result } => format!("seen {result}"),
                 Lookup::Conflict => "CONFLICT".to_string(),
             };
-            format!("lookup {key}: {found}")
+            format!("lookup {key_shown}: {found}", key_shown = Shown(key))
         }
-        Op::Apply { key, effect_id, result } => format!("apply {key} effect #{effect_id} {result}"),
-        Op::Respond { key, to, outcome: o } => format!("respond {key} -> {to}: {}", outcome(o)),
-        Op::Lost { key, to, reason } => format!("lost {key} -> {to} ({reason})"),
-        Op::Duplicated { key, to } => format!("duplicated {key} -> {to}"),
-        Op::Probe { key, to, payload } => format!("probe {key} -> {to} with {payload}"),
-        Op::ProbeReply { key, outcome: o } => format!("probe reply {key}: {}", outcome(o)),
+        Op::Apply { key, effect_id, result } => {
+            format!("apply {key_shown} effect #{effect_id} {result}", key_shown = Shown(key))
+        }
+        Op::Respond { key, to, outcome: o } => {
+            format!("respond {key_shown} -> {to}: {}", outcome(o), key_shown = Shown(key))
+        }
+        Op::Lost { key, to, reason } => format!("lost {key_shown} -> {to} ({reason})", key_shown = Shown(key)),
+        Op::Duplicated { key, to } => format!("duplicated {key_shown} -> {to}", key_shown = Shown(key)),
+        Op::Probe { key, to, payload } => format!("probe {key_shown} -> {to} with {payload}", key_shown = Shown(key)),
+        Op::NearMiss { key, of, form, to } => format!(
+            "near-miss probe {key_shown} ({of_shown} {}) -> {to}",
+            form.describe(),
+            key_shown = Shown(key),
+            of_shown = Shown(of)
+        ),
+        Op::ProbeReply { key, outcome: o } => {
+            format!("probe reply {key_shown}: {}", outcome(o), key_shown = Shown(key))
+        }
         Op::Dispatch { command_id, to, replay } => format!(
-            "DISPATCH {command_id} -> {to} ({})",
-            if *replay { "during replay" } else { "before commit" }
+            "DISPATCH {command_id_shown} -> {to} ({})",
+            if *replay { "during replay" } else { "before commit" },
+            command_id_shown = Shown(command_id)
         ),
         Op::PowerCut { point, model } => format!("== POWER CUT at persistence point {point} ({model}) =="),
         Op::Restored { kept, lost, torn } => {
@@ -163,7 +211,10 @@ pub fn describe(op: &Op) -> String {
         } => format!(
             "recovered: {events} events, {outbox} outbox rows, {effects} effects; integrity {store_integrity} / {receiver_integrity}"
         ),
-        Op::Nudge { workflow_id, to } => format!("nudge {to} about {workflow_id}"),
+        Op::Nudge { workflow_id, to } => format!(
+            "nudge {to} about {workflow_id_shown}",
+            workflow_id_shown = Shown(workflow_id)
+        ),
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
@@ -176,14 +227,20 @@ pub fn describe(op: &Op) -> String {
             token,
         } => {
             let token = token.map(|token| format!(" token={token}")).unwrap_or_default();
-            format!("retry timer {command_id}{token}: attempt {attempt} failed ({error}), due again at tick {next_at}")
+            format!(
+                "retry timer {command_id_shown}{token}: attempt {attempt} failed ({error}), due again at tick {next_at}",
+                command_id_shown = Shown(command_id)
+            )
         }
         Op::DeadLettered {
             command_id,
             attempts,
             error,
         } => {
-            format!("** DEAD LETTER {command_id} after {attempts} attempt(s) ({error}): manual handling, never done **")
+            format!(
+                "** DEAD LETTER {command_id_shown} after {attempts} attempt(s) ({error}): manual handling, never done **",
+                command_id_shown = Shown(command_id)
+            )
         }
         Op::RetryUnchanged {
             command_id,
@@ -191,7 +248,10 @@ pub fn describe(op: &Op) -> String {
             token,
         } => {
             let token = token.map(|token| format!(" token={token}")).unwrap_or_default();
-            format!("retry timer {command_id}{token} ({error}): unchanged (done, dead-lettered, or lease passed on)")
+            format!(
+                "retry timer {command_id_shown}{token} ({error}): unchanged (done, dead-lettered, or lease passed on)",
+                command_id_shown = Shown(command_id)
+            )
         }
         Op::Refuse {
             key,
@@ -199,11 +259,15 @@ pub fn describe(op: &Op) -> String {
             error,
             poison,
         } => format!(
-            "REFUSE {key} from {from}: {error}{}",
-            if *poison { " [poisoned: every time]" } else { "" }
+            "REFUSE {key_shown} from {from}: {error}{}",
+            if *poison { " [poisoned: every time]" } else { "" },
+            key_shown = Shown(key)
         ),
         Op::ReplyReplaced { key, to, error } => {
-            format!("reply {key} -> {to} replaced by the network: {error} (the effect is committed)")
+            format!(
+                "reply {key_shown} -> {to} replaced by the network: {error} (the effect is committed)",
+                key_shown = Shown(key)
+            )
         }
         Op::DedupPurged { before, removed } => {
             format!("purge de-dup records applied before tick {before}: {removed} deleted")

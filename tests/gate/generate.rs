@@ -36,6 +36,8 @@ pub const KEYS: &[&str] = &[
     "workload.receivers_count",
     "workload.hotel_failure",
     "workload.pending_batch",
+    "workload.ids",
+    "workload.payloads",
     "timing.step_ticks_max",
     "timing.poll_ticks",
     "timing.latency_ticks_max",
@@ -50,6 +52,7 @@ pub const KEYS: &[&str] = &[
     "power.model",
     "faults.swarm",
     "faults.key_conflict",
+    "faults.near_miss_key",
     "faults.writer.before_commit",
     "faults.writer.after_commit",
     "faults.worker.after_read_pending",
@@ -127,6 +130,18 @@ fn poison() -> BoxedStrategy<Value> {
     .boxed()
 }
 
+/// A style of ids or payloads: plain, hostile, one class or a list of them.
+fn style() -> BoxedStrategy<Value> {
+    const CLASSES: [&str; 6] = ["case", "space", "unicode", "long", "punct", "markup"];
+    prop_oneof![
+        2 => text(&["plain", "hostile"]),
+        1 => text(&CLASSES),
+        1 => prop::sample::subsequence(CLASSES.to_vec(), 0..=CLASSES.len())
+            .prop_map(|classes| Value::Array(classes.into_iter().map(|c| Value::String(c.to_string())).collect())),
+    ]
+    .boxed()
+}
+
 fn text(choices: &[&'static str]) -> BoxedStrategy<Value> {
     prop::sample::select(choices.to_vec())
         .prop_map(|choice| Value::String(choice.to_string()))
@@ -178,6 +193,8 @@ fn workload() -> BoxedStrategy<Vec<(&'static str, Value)>> {
         maybe("receivers_count", number(1..=3, 4..=12)),
         maybe("hotel_failure", ratio()),
         maybe("pending_batch", number(1..=8, 9..=200)),
+        maybe("ids", style()),
+        maybe("payloads", style()),
     ])
 }
 
@@ -231,6 +248,7 @@ fn faults() -> BoxedStrategy<Draft> {
         table(vec![
             maybe("swarm", any::<bool>().prop_map(Value::Boolean).boxed()),
             maybe("key_conflict", ratio()),
+            maybe("near_miss_key", ratio()),
         ]),
         rates(&["before_commit", "after_commit"]),
         rates(&[

@@ -66,7 +66,7 @@ pub(super) fn insert_line(insert: &Insert<'_>) -> String {
     )
 }
 
-fn event_text(event: &StoredEvent) -> String {
+pub(super) fn event_text(event: &StoredEvent) -> String {
     format!(
         "<code>{}#{}</code> {} <code>{}</code>",
         Esc(&event.workflow_id),
@@ -573,60 +573,6 @@ fn decided_states(out: &mut String, workflow: &WorkflowFacts<'_>, seq: u64) {
         );
     }
     out.push_str("</table>\n");
-}
-
-/// The block for a run that did not settle (I10): what still waits.
-pub(super) fn stuck(out: &mut String, page: &Page<'_>) {
-    out.push_str(
-        "<p>Expected: once faults stop, every workflow reaches a terminal phase and every outbox row is \
-         done with a result. Found:</p>\n",
-    );
-    out.push_str(
-        "<table class=\"grid\"><tr><th>workflow</th><th>phase</th><th>head event</th>\
-         <th>waits for</th></tr>\n",
-    );
-    let mut any = false;
-    for workflow in page.facts.workflows.values().filter(|workflow| !workflow.terminal) {
-        let Some(head) = workflow.events.last() else {
-            continue;
-        };
-        any = true;
-        let waits = match workflow.folds.last() {
-            Some(Fold::Fits(commands)) => commands
-                .iter()
-                .map(|(id, _)| {
-                    let status = match page.facts.commands.get(id).and_then(|facts| facts.row) {
-                        None => "<span class=\"bad\">no outbox row</span>",
-                        Some(row) if !row.done => "<span class=\"warn\">pending</span>",
-                        Some(row) if row.result.is_none() => "<span class=\"bad\">done without a result</span>",
-                        Some(_) => "done",
-                    };
-                    format!("{} {status}", command_link(id))
-                })
-                .collect::<Vec<_>>()
-                .join("<br>"),
-            _ => "<span class=\"bad\">history does not replay</span>".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{waits}</td></tr>",
-            Esc(&workflow.id),
-            workflow.phase,
-            event_text(head)
-        );
-    }
-    if !any {
-        out.push_str("<tr><td colspan=\"4\">every stored workflow is terminal</td></tr>\n");
-    }
-    out.push_str("</table>\n");
-    let stuck = page.facts.stuck_commands(page.snapshot);
-    if !stuck.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p>Commands in the way: {}</p>",
-            stuck.iter().map(|id| command_link(id)).collect::<Vec<_>>().join(", ")
-        );
-    }
 }
 
 /// The block for I9: what `PRAGMA integrity_check` said of each file.

@@ -22,6 +22,7 @@ mod expected;
 mod facts;
 mod header;
 mod lifecycle;
+mod stuck;
 mod text;
 mod timeline;
 mod violations;

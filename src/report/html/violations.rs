@@ -248,7 +248,7 @@ fn card(
             {
                 expected::workflow(out, page, workflow, violation.seq);
             } else if violation.invariant == Invariant::I10 {
-                expected::stuck(out, page);
+                super::stuck::block(out, page);
             } else {
                 expected::integrity(out, page);
             }

@@ -8,6 +8,8 @@ use crate::sim::net::{Address, Message};
 use crate::store::Request;
 use crate::trace::Op;
 use crate::workflow::payload;
+use crate::workload::NearMiss;
+use crate::workload::near_miss::is_command_id_of;
 
 impl Simulator<'_> {
     /// Puts a message on the wire: it may be lost or duplicated while faults
@@ -130,14 +132,26 @@ impl Simulator<'_> {
         }
     }
 
-    /// After a confirmed reply, maybe send a rogue request that reuses the
-    /// key with other core parameters (I7).
+    /// After a confirmed reply to a worker, maybe probe its key (fault
+    /// phase only): a rogue request that reuses the key with other core
+    /// parameters, and a request with the same parameters under a near
+    /// miss of the key (I7).
     fn maybe_probe(&mut self, key: String) {
         self.confirmed_replies += 1;
+        if self.phase != Phase::Faults {
+            return;
+        }
+        self.near_miss_probe(&key);
+        self.conflict_probe(key);
+    }
+
+    /// A rogue request that reuses `key` with other core parameters: the
+    /// receiver must reject it as a conflict.
+    fn conflict_probe(&mut self, key: String) {
         let probe = Fault::Probe {
             reply: self.confirmed_replies,
         };
-        if self.phase != Phase::Faults || !self.source.fires(&mut self.probe_prng, self.plan.key_conflict, &probe) {
+        if !self.source.fires(&mut self.probe_prng, self.plan.key_conflict, &probe) {
             return;
         }
         let Some((kind, original)) = self.requests.get(&key).cloned() else {
@@ -164,10 +178,59 @@ impl Simulator<'_> {
                 payload: altered.clone(),
             },
         );
+        self.send_probe(to, key, kind, altered);
+    }
+
+    /// The request of `key` with its exact parameters under a near miss of
+    /// the key: another operation, which the receiver must apply as new.
+    /// A near miss is never a key any command could have, nor one used before.
+    fn near_miss_probe(&mut self, key: &str) {
+        let reply = self.confirmed_replies;
+        let applicable: Vec<NearMiss> = NearMiss::ALL
+            .into_iter()
+            .filter(|form| form.apply(key).is_some_and(|near| self.fresh_near_miss(&near)))
+            .collect();
+        let Some(form) = self
+            .source
+            .near_miss(&mut self.near_miss_prng, self.plan.near_miss, reply, &applicable)
+        else {
+            return;
+        };
+        let (Some((kind, payload)), Some(near)) = (self.requests.get(key).cloned(), form.apply(key)) else {
+            return;
+        };
+        self.injected.push(Injected {
+            tick: self.now,
+            fault: Fault::NearMiss { reply, form },
+        });
+        self.near_keys.insert(near.clone());
+        let index = self.near_miss_target_prng.below(u64::from(self.world.receivers_count)) as u32;
+        let to = ActorId::new(Role::Receiver, index);
+        self.record(
+            ActorId::PROBER,
+            Op::NearMiss {
+                key: near.clone(),
+                of: key.to_string(),
+                form,
+                to,
+            },
+        );
+        self.send_probe(to, near, kind, payload);
+    }
+
+    /// Whether `near` may serve as a near-miss key: no command of the run's
+    /// workflows could have it, no worker sent it, no probe used it.
+    fn fresh_near_miss(&self, near: &str) -> bool {
+        !is_command_id_of(near, &self.workflow_ids)
+            && !self.requests.contains_key(near)
+            && !self.near_keys.contains(near)
+    }
+
+    fn send_probe(&mut self, to: ActorId, key: String, kind: String, payload: String) {
         let request = Request {
             key,
             kind,
-            payload: altered,
+            payload,
             attempt: 0,
             sent_tick: self.now,
         };
