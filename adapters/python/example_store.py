@@ -75,6 +75,13 @@ Options:
                     long"): a retry that comes back after its backoff finds
                     no record and is applied again. -> I2, in scenarios
                     with a retention (scenarios/retries.toml).
+  key_lower         The receiver de-duplicates by key.lower() ("ids are
+                    case-insensitive"): `Trip-Ab3:1:0` finds the record of
+                    `trip-ab3:1:0`, and a near miss of a key in another case
+                    is answered as a repeat. -> I7.
+  key_strip         The receiver de-duplicates by key.strip() ("stray
+                    whitespace from the client"): ` trip-s2:1:0` and
+                    `trip-s2:1:0` are one key. -> I7.
 """
 
 import os
@@ -94,6 +101,8 @@ KNOWN_BUGS = (
     "body_key",
     "unfenced_mark_done",
     "early_dedup_purge",
+    "key_lower",
+    "key_strip",
 )
 
 # The dict_dedup bug's memory: key -> (digest, result), gone with the process.
@@ -511,7 +520,12 @@ class Receiver:
 
             body = json.dumps(request.as_dict(), sort_keys=True)
             return hashlib.sha256(body.encode()).hexdigest()
-        return request.key
+        key = request.key
+        if "key_lower" in BUGS:
+            key = key.lower()  # "ids are case-insensitive anyway"
+        if "key_strip" in BUGS:
+            key = key.strip()  # "stray whitespace from the client"
+        return key
 
     def begin(self):
         self.connection.execute("BEGIN IMMEDIATE")

@@ -165,6 +165,57 @@ class ReceiverBugsTest(BugCase):
         self.assertEqual(clean, ["applied", "duplicate", "conflict"])
         self.assertEqual(bugged, ["applied", "applied", "applied"])
 
+    def near_misses(self, args, first, *others):
+        """Handles `first`, then each of `others`: its request under another
+        key, with or without its own payload (a near miss, another trip)."""
+        self.setup_example(*args)
+        receiver = self.opened("receiver", *args)
+        lock = request(first, "lock_budget", LOCK)
+        requests = [lock]
+        for key, payload in others:
+            requests.append({**lock, "key": key, "payload": payload or LOCK})
+        outcomes = [receiver.ok("handle", request=r)["outcome"] for r in requests]
+        receiver.kill()
+        return outcomes, self.effects_and_dedup(args)
+
+    def test_key_lower_folds_the_case_of_keys(self):
+        keys = ["Trip-007:1:0", "TRIP-007:1:0", "trip-007:1:0"]
+
+        def observe(args):
+            # A near miss in another case, then another trip's command.
+            return self.near_misses(
+                args, keys[0], (keys[1], None), (keys[2], '{"trip_id":"trip-008"}')
+            )
+
+        clean, bugged = self.both(observe, "key_lower")
+        self.assertEqual(clean, (["applied"] * 3, (keys, sorted(keys))))
+        # One record, under the folded key, answers all three.
+        self.assertEqual(
+            bugged, (["applied", "duplicate", "conflict"], (keys[:1], keys[2:]))
+        )
+
+    def test_key_strip_trims_the_whitespace_around_keys(self):
+        keys = ["trip-007:1:0 ", "trip-007:1:0", "trip-007:1:0\u00a0", " trip-007:1:0"]
+
+        def observe(args):
+            # Near misses without the space and with a no-break space, then
+            # another trip's command under a key with a leading space.
+            return self.near_misses(
+                args,
+                keys[0],
+                (keys[1], None),
+                (keys[2], None),
+                (keys[3], '{"trip_id":" trip-007"}'),
+            )
+
+        clean, bugged = self.both(observe, "key_strip")
+        self.assertEqual(clean, (["applied"] * 4, (keys, sorted(keys))))
+        # One record, under the stripped key, answers all four.
+        self.assertEqual(
+            bugged,
+            (["applied", "duplicate", "duplicate", "conflict"], (keys[:1], keys[1:2])),
+        )
+
 
 class SwitchTest(BugCase):
     def test_the_environment_variable_and_the_flag(self):
