@@ -114,6 +114,9 @@ fn a_forced_power_cut_replays_exactly() {
     let schedule = FaultSource::Forced(drawn.injected.iter().map(|i| i.fault.clone()).collect());
     let forced = run_seed_with(&loaded, 2, &options(dir.path()), schedule).unwrap();
     assert_eq!(drawn.trace_hash, forced.trace_hash);
+    // The forced run records its forced cuts again: its schedule is the
+    // drawn one, so a capsule of a forced (shrunk) run keeps its cuts.
+    assert_eq!(drawn.injected, forced.injected);
 }
 
 #[test]

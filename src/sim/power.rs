@@ -39,9 +39,11 @@ pub struct Power {
     pub vfs: CrashVfs,
     /// Points at which the power goes out: forced, scripted or drawn.
     cuts: BTreeSet<u64>,
-    /// Which of them were drawn: the schedule records those (scripted cuts
-    /// belong to the scenario, forced ones came from a schedule).
-    drawn: BTreeSet<u64>,
+    /// Which of them belong in the run's schedule: the drawn ones and the
+    /// forced ones (scripted cuts belong to the scenario). A forced run's
+    /// schedule must list its forced cuts again, or a capsule of a shrunk
+    /// power-loss run would replay without them.
+    scheduled: BTreeSet<u64>,
     /// Whether cuts are drawn (not forced).
     drawing: bool,
     decide: Prng,
@@ -69,8 +71,8 @@ impl Power {
         };
         Ok(Power {
             vfs,
+            scheduled: cuts.clone(),
             cuts,
-            drawn: BTreeSet::new(),
             drawing,
             decide: Prng::derive(seed, "power/loss"),
             restore: Prng::derive(seed, "power/restore"),
@@ -102,7 +104,7 @@ impl Power {
         }
         let point = self.vfs.points() + 1 + self.decide.below(WINDOW);
         self.cuts.insert(point);
-        self.drawn.insert(point);
+        self.scheduled.insert(point);
         self.rearm();
     }
 
@@ -116,7 +118,7 @@ impl Power {
     /// fault phase had (the ones a cut could have hit).
     pub fn quiet(&mut self) -> u64 {
         self.cuts.clear();
-        self.drawn.clear();
+        self.scheduled.clear();
         self.vfs.disarm();
         self.vfs.points()
     }
@@ -127,14 +129,14 @@ impl Power {
     }
 
     /// After the cut at `point`: forgets the points up to it, rewrites the
-    /// files and powers the disk back on. Returns whether the cut was drawn
-    /// (and so belongs in the schedule), and what the restore did.
+    /// files and powers the disk back on. Returns whether the cut belongs in
+    /// the schedule (drawn or forced, not scripted), and what the restore did.
     pub fn restore(&mut self, point: u64) -> std::io::Result<(bool, Restored)> {
-        let drawn = self.drawn.contains(&point);
+        let scheduled = self.scheduled.contains(&point);
         self.cuts.retain(|cut| *cut > point);
-        self.drawn.retain(|cut| *cut > point);
+        self.scheduled.retain(|cut| *cut > point);
         let restored = self.vfs.restore(&mut self.restore)?;
         self.rearm();
-        Ok((drawn, restored))
+        Ok((scheduled, restored))
     }
 }

@@ -173,8 +173,8 @@ impl Simulator<'_> {
         self.system = None;
         let power = self.power.as_mut().expect("checked above");
         match power.restore(point) {
-            Ok((drawn, restored)) => {
-                if drawn {
+            Ok((scheduled, restored)) => {
+                if scheduled {
                     self.injected.push(Injected {
                         tick: self.now,
                         fault: Fault::PowerCut { point },
