@@ -183,6 +183,30 @@ impl Fixture {
             .unwrap()
     }
 
+    /// Cuts `workflow_id`'s history back to before event `seq`: its events
+    /// and outbox rows from `seq` on, and the effects of those rows, are
+    /// gone from the snapshot (the trace keeps what happened).
+    pub fn truncate(&mut self, workflow_id: &str, seq: u64) {
+        let snapshot = &mut self.snapshot;
+        snapshot
+            .events
+            .retain(|event| !(event.workflow_id == workflow_id && event.seq >= seq));
+        snapshot
+            .outbox
+            .retain(|row| !(row.workflow_id == workflow_id && row.event_seq >= seq));
+        let kept: BTreeSet<String> = snapshot.outbox.iter().map(|row| row.command_id.clone()).collect();
+        snapshot
+            .effects
+            .retain(|effect| crate::model::workflow_of(&effect.key) != workflow_id || kept.contains(&effect.key));
+    }
+
+    /// Makes `command_id`'s row pending again, as if never marked done.
+    pub fn unmark(&mut self, command_id: &str) {
+        let row = self.row(command_id);
+        row.done = false;
+        row.result = None;
+    }
+
     pub fn probe_reply(&mut self, key: &str, outcome: Outcome) {
         self.push(
             ActorId::PROBER,

@@ -276,27 +276,12 @@ fn i10_explains_each_stuck_workflow_by_its_command_state() {
     let mut fixture = clean();
     fixture.settled = false;
     // trip-000 waits on book_hotel (trip-000:3:0): applied, reply lost, pending.
-    fixture
-        .snapshot
-        .events
-        .retain(|event| !(event.workflow_id == "trip-000" && event.seq == 4));
-    fixture.row("trip-000:3:0").done = false;
-    fixture.row("trip-000:3:0").result = None;
+    fixture.truncate("trip-000", 4);
+    fixture.unmark("trip-000:3:0");
     // trip-001 waits on book_flight (trip-001:2:0): pending, never sent.
-    fixture
-        .snapshot
-        .events
-        .retain(|event| !(event.workflow_id == "trip-001" && event.seq >= 3));
-    fixture
-        .snapshot
-        .outbox
-        .retain(|row| !(row.workflow_id == "trip-001" && row.event_seq >= 3));
-    fixture
-        .snapshot
-        .effects
-        .retain(|effect| !effect.key.starts_with("trip-001:") || effect.key.starts_with("trip-001:1:"));
-    fixture.row("trip-001:2:0").done = false;
-    fixture.row("trip-001:2:0").result = None;
+    fixture.truncate("trip-001", 3);
+    fixture.unmark("trip-001:2:0");
+    fixture.snapshot.effects.retain(|effect| effect.key != "trip-001:2:0");
     fixture
         .events
         .retain(|event| !matches!(&event.op, Op::Send { command_id, .. } if command_id == "trip-001:2:0"));
@@ -324,18 +309,8 @@ fn i10_explains_each_stuck_workflow_by_its_command_state() {
 fn i1_audits_rows_marked_done_on_runs_that_did_not_settle() {
     let mut fixture = clean();
     fixture.settled = false;
-    fixture
-        .snapshot
-        .events
-        .retain(|event| !(event.workflow_id == "trip-000" && event.seq >= 3));
-    fixture
-        .snapshot
-        .outbox
-        .retain(|row| !(row.workflow_id == "trip-000" && row.event_seq >= 3));
-    fixture
-        .snapshot
-        .effects
-        .retain(|effect| !effect.key.starts_with("trip-000:2:") && !effect.key.starts_with("trip-000:3:"));
+    fixture.truncate("trip-000", 3);
+    fixture.snapshot.effects.retain(|effect| effect.key != "trip-000:2:0");
     fixture.row("trip-000:2:0").result = None;
     let found = fixture.violations();
     let lost: Vec<&super::Violation> = found.iter().filter(|v| v.invariant == I1).collect();

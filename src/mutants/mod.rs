@@ -182,7 +182,8 @@ pub static MUTANTS: [Mutant; 17] = [
         name: "dedup_after_effect",
         mistake: 8,
         description: "receiver of call granularity commits its effect, then its de-duplication record, in two transactions of one call",
-        receiver: |inner| Box::new(receiver::DedupAfterEffect { inner }),
+        // `dedup_apart`'s receiver driven as one `handle` call per request.
+        receiver: |inner| Box::new(receiver::DedupApart { inner }),
         roles: Roles {
             store: Granularity::Step,
             receiver: Granularity::Call,

@@ -6,7 +6,13 @@ use sha2::{Digest, Sha256};
 use super::forward::forward_receiver;
 use crate::store::receiver::{ReferenceReceiver, find, judge, perform_effect, record};
 use crate::store::service::{core_digest, hex16};
-use crate::store::{Applied, Handled, Lookup, Outcome, Receiver, Request, Result};
+use crate::store::{Applied, Lookup, Receiver, Request, Result};
+
+/// Records the de-dup entry of `request` under `key` (which a mutant may
+/// derive wrongly), with the digest of the request's core parameters.
+fn record_as(conn: &rusqlite::Connection, key: &str, request: &Request, applied: &Applied) -> Result<()> {
+    record(conn, key, &core_digest(&request.kind, &request.payload), applied)
+}
 
 /// Mistake 7: the idempotency key is a hash of the request body, not the
 /// identity of the business intent: a retry with a new attempt number and
@@ -34,12 +40,7 @@ impl Receiver for BodyHashKey {
     fn apply(&mut self, request: &Request) -> Result<Applied> {
         let (conn, hotel_failure) = self.inner.parts();
         let applied = perform_effect(conn, request, hotel_failure)?;
-        record(
-            conn,
-            &body_key(request),
-            &core_digest(&request.kind, &request.payload),
-            &applied,
-        )?;
+        record_as(conn, &body_key(request), request, &applied)?;
         Ok(applied)
     }
 }
@@ -64,7 +65,11 @@ impl Receiver for NoDedup {
 
 /// Mistake 8, second form: the de-duplication record is committed apart
 /// from the effect, so a crash between the two leaves an effect that a
-/// retry performs again.
+/// retry performs again. Driven a step at a time (`dedup_apart`), a kill
+/// at `receiver.before_effect_commit` falls between them; driven as one
+/// `handle` call (`dedup_after_effect`, call granularity, as outside stores
+/// often are), both commits happen inside one step, no kill point falls
+/// between them, and only a power cut between the two commits shows it.
 pub struct DedupApart {
     pub inner: ReferenceReceiver,
 }
@@ -78,12 +83,7 @@ impl Receiver for DedupApart {
         self.inner.commit()?;
         self.inner.begin()?;
         let (conn, _) = self.inner.parts();
-        record(
-            conn,
-            &request.key,
-            &core_digest(&request.kind, &request.payload),
-            &applied,
-        )?;
+        record_as(conn, &request.key, request, &applied)?;
         Ok(applied)
     }
 }
@@ -104,63 +104,6 @@ impl Receiver for EarlyDedupPurge {
     fn purge_dedup(&mut self, now: u64, retention_ticks: u64) -> Result<u64> {
         let (conn, _) = self.inner.parts();
         crate::store::retention::purge(conn, now.saturating_sub(retention_ticks / 100))
-    }
-}
-
-/// Mistake 8, third form, inside one call: a receiver of `call`
-/// granularity (one `handle` per request, as outside stores often are)
-/// commits the effect, then the de-duplication record, in two transactions
-/// of the same call. No kill point falls between them (a kill lands
-/// between calls); only a power cut between the two commits leaves an
-/// effect without its record, which the retry applies again (I2).
-pub struct DedupAfterEffect {
-    pub inner: ReferenceReceiver,
-}
-
-impl DedupAfterEffect {
-    fn handle_open(&mut self, request: &Request) -> Result<Handled> {
-        let lookup = self.inner.lookup(request)?;
-        let outcome = match lookup {
-            Lookup::New => {
-                let (conn, hotel_failure) = self.inner.parts();
-                let applied = perform_effect(conn, request, hotel_failure)?;
-                // "The effect is what matters: commit it at once."
-                self.inner.commit()?;
-                self.inner.begin()?;
-                let (conn, _) = self.inner.parts();
-                record(
-                    conn,
-                    &request.key,
-                    &core_digest(&request.kind, &request.payload),
-                    &applied,
-                )?;
-                self.inner.commit()?;
-                return Ok(Handled {
-                    outcome: Outcome::Applied { result: applied.result },
-                    effect_id: Some(applied.effect_id),
-                });
-            }
-            Lookup::Seen { result } => Outcome::Duplicate { result },
-            Lookup::Conflict => Outcome::Conflict,
-        };
-        self.inner.rollback()?;
-        Ok(Handled {
-            outcome,
-            effect_id: None,
-        })
-    }
-}
-
-impl Receiver for DedupAfterEffect {
-    forward_receiver!(begin, lookup, apply, commit, rollback, connection, purge_dedup);
-
-    fn handle(&mut self, request: &Request) -> Result<Handled> {
-        self.inner.begin()?;
-        let handled = self.handle_open(request);
-        if handled.is_err() {
-            let _ = self.inner.rollback();
-        }
-        handled
     }
 }
 
@@ -209,12 +152,7 @@ impl Receiver for KeyTrim {
     fn apply(&mut self, request: &Request) -> Result<Applied> {
         let (conn, hotel_failure) = self.inner.parts();
         let applied = perform_effect(conn, request, hotel_failure)?;
-        record(
-            conn,
-            request.key.trim(),
-            &core_digest(&request.kind, &request.payload),
-            &applied,
-        )?;
+        record_as(conn, request.key.trim(), request, &applied)?;
         Ok(applied)
     }
 }
