@@ -70,6 +70,16 @@ pub fn command_id(workflow_id: &str, seq: u64, index: usize) -> String {
     format!("{workflow_id}:{seq}:{index}")
 }
 
+/// `wf:seq:index` → (wf, seq, index), if the id has that shape; read from
+/// the right, since a workflow id may itself hold `:`.
+pub fn parse_command_id(id: &str) -> Option<(&str, u64, u64)> {
+    let mut parts = id.rsplitn(3, ':');
+    let index = parts.next()?.parse().ok()?;
+    let seq = parts.next()?.parse().ok()?;
+    let workflow_id = parts.next()?;
+    Some((workflow_id, seq, index))
+}
+
 /// An id as messages show it: as it is when it is tame (ASCII letters,
 /// digits and `-_.:#`), else in double quotes with every character a
 /// reader could not see or tell apart escaped (`\t`, `\u{a0}`, combining

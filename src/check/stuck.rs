@@ -192,11 +192,20 @@ pub fn explain(snapshot: &Snapshot, history: &History<'_>, workflows: &[&str]) -
     for effect in &snapshot.effects {
         effects.entry(history.command_of(&effect.key)).or_default().push(effect);
     }
+    // Replies to any key a command was sent under, by command.
+    let mut replies: BTreeMap<&str, Vec<(u64, &Outcome)>> = BTreeMap::new();
+    for (key, answers) in &history.replies {
+        replies
+            .entry(history.command_of(key))
+            .or_default()
+            .extend(answers.iter().copied());
+    }
     let facts = Facts {
         snapshot,
         history,
         rows: &rows,
         effects: &effects,
+        replies: &replies,
     };
     let mut stuck = Vec::new();
     for &workflow_id in workflows {
@@ -284,6 +293,7 @@ struct Facts<'s, 'h> {
     history: &'s History<'h>,
     rows: &'s BTreeMap<&'s str, &'s OutboxRow>,
     effects: &'s BTreeMap<&'s str, Vec<&'s Effect>>,
+    replies: &'s BTreeMap<&'s str, Vec<(u64, &'s Outcome)>>,
 }
 
 impl Facts<'_, '_> {
@@ -304,14 +314,7 @@ impl Facts<'_, '_> {
             };
         }
         let sends = self.history.sends.get(id).map(Vec::as_slice).unwrap_or_default();
-        // Replies to any key this command was sent under.
-        let replies: Vec<(u64, &Outcome)> = self
-            .history
-            .replies
-            .iter()
-            .filter(|(key, _)| self.history.command_of(key) == id)
-            .flat_map(|(_, replies)| replies.iter().copied())
-            .collect();
+        let replies = self.replies.get(id).map(Vec::as_slice).unwrap_or_default();
         if let Some(effect) = performed.first() {
             let confirmed = replies.iter().find(|(_, outcome)| outcome.result().is_some());
             return Some(match confirmed {

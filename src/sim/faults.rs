@@ -442,12 +442,23 @@ impl FaultSource {
 
 impl FaultSource {
     /// Decides a near-miss probe after the `reply`-th confirmed reply: draws
-    /// with `rate`, then a form among the `applicable` ones, from `prng`; or
-    /// looks the reply up in a forced schedule (whose form must still apply).
-    pub fn near_miss(&self, prng: &mut Prng, rate: Ratio, reply: u64, applicable: &[NearMiss]) -> Option<NearMiss> {
+    /// with `rate`, then a form among those `applies` accepts, from `prng`;
+    /// or looks the reply up in a forced schedule (whose form must still
+    /// apply). `applies` is asked only once a probe is due: most confirmed
+    /// replies draw no probe.
+    pub fn near_miss(
+        &self,
+        prng: &mut Prng,
+        rate: Ratio,
+        reply: u64,
+        applies: impl Fn(NearMiss) -> bool,
+    ) -> Option<NearMiss> {
         match self {
             FaultSource::Drawn => match prng.chance(rate) {
-                true => prng.pick(applicable).copied(),
+                true => {
+                    let applicable: Vec<NearMiss> = NearMiss::ALL.into_iter().filter(|form| applies(*form)).collect();
+                    prng.pick(&applicable).copied()
+                }
                 false => None,
             },
             FaultSource::Forced(faults) => {
@@ -455,7 +466,7 @@ impl FaultSource {
                 faults
                     .range(at(NearMiss::ALL[0])..=at(NearMiss::ALL[NearMiss::ALL.len() - 1]))
                     .find_map(|fault| match fault {
-                        Fault::NearMiss { form, .. } => applicable.contains(form).then_some(*form),
+                        Fault::NearMiss { form, .. } => applies(*form).then_some(*form),
                         _ => None,
                     })
             }

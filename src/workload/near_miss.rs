@@ -84,12 +84,7 @@ impl NearMiss {
 /// `workflows` (`{workflow_id}:{seq}:{index}`, read from the right, since
 /// a workflow id may itself hold `:`).
 pub fn is_command_id_of(key: &str, workflows: &BTreeSet<String>) -> bool {
-    let mut parts = key.rsplitn(3, ':');
-    let (Some(index), Some(seq), Some(workflow)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    let number = |text: &str| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
-    number(index) && number(seq) && workflows.contains(workflow)
+    crate::model::parse_command_id(key).is_some_and(|(workflow, _, _)| workflows.contains(workflow))
 }
 
 #[cfg(test)]

@@ -259,14 +259,7 @@ pub struct Facts<'a> {
     pub retried: bool,
 }
 
-/// `wf:seq:index` → (wf, seq, index), if the id has that shape.
-pub fn parse_command_id(id: &str) -> Option<(&str, u64, u64)> {
-    let mut parts = id.rsplitn(3, ':');
-    let index = parts.next()?.parse().ok()?;
-    let seq = parts.next()?.parse().ok()?;
-    let workflow_id = parts.next()?;
-    Some((workflow_id, seq, index))
-}
+pub use crate::model::parse_command_id;
 
 /// A sort key that puts `trip-006:10:0` after `trip-006:9:0`.
 pub fn command_order(id: &str) -> (String, u64, u64, String) {

@@ -186,13 +186,16 @@ impl Simulator<'_> {
     /// A near miss is never a key any command could have, nor one used before.
     fn near_miss_probe(&mut self, key: &str) {
         let reply = self.confirmed_replies;
-        let applicable: Vec<NearMiss> = NearMiss::ALL
-            .into_iter()
-            .filter(|form| form.apply(key).is_some_and(|near| self.fresh_near_miss(&near)))
-            .collect();
+        let fresh = |form: NearMiss| {
+            form.apply(key).is_some_and(|near| {
+                !is_command_id_of(&near, &self.workflow_ids)
+                    && !self.requests.contains_key(&near)
+                    && !self.near_keys.contains(&near)
+            })
+        };
         let Some(form) = self
             .source
-            .near_miss(&mut self.near_miss_prng, self.plan.near_miss, reply, &applicable)
+            .near_miss(&mut self.near_miss_prng, self.plan.near_miss, reply, fresh)
         else {
             return;
         };
@@ -216,14 +219,6 @@ impl Simulator<'_> {
             },
         );
         self.send_probe(to, near, kind, payload);
-    }
-
-    /// Whether `near` may serve as a near-miss key: no command of the run's
-    /// workflows could have it, no worker sent it, no probe used it.
-    fn fresh_near_miss(&self, near: &str) -> bool {
-        !is_command_id_of(near, &self.workflow_ids)
-            && !self.requests.contains_key(near)
-            && !self.near_keys.contains(near)
     }
 
     fn send_probe(&mut self, to: ActorId, key: String, kind: String, payload: String) {
