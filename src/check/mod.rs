@@ -32,6 +32,7 @@
 
 pub mod adapter;
 mod commands;
+pub mod coverage;
 mod durability;
 mod effects;
 mod history;

@@ -84,6 +84,7 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
     if let Some(root) = args.reports.root() {
         let dir = root.join("durability");
         let summary = serde_json::json!({
+        "schema_version": crate::report::json::SCHEMA_VERSION,
             "cuts": args.cuts,
             "seed": args.seed,
             "seconds": seconds,
@@ -210,7 +211,9 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
         let dir = root
             .join("durability")
             .join(format!("exhaustive-{}-{}", found.scenario, found.seed));
-        report::write_json(&dir.join("summary.json"), &found)?;
+        let mut record = serde_json::to_value(&found).expect("enumerations serialise");
+        record["schema_version"] = crate::report::json::SCHEMA_VERSION.into();
+        report::write_json(&dir.join("summary.json"), &record)?;
     }
     Ok(if found.failing == 0 {
         Exit::Pass

@@ -7,12 +7,14 @@ mod bench;
 mod clean;
 mod durability;
 mod list;
+mod merge;
 mod mutants;
 mod output;
 mod regressions;
 mod replay;
 mod run;
 mod scenarios;
+mod seeds;
 mod serve;
 mod show;
 mod shrink;
@@ -66,6 +68,41 @@ pub enum Command {
     /// Remove the work directories of runs that were killed (their lock is
     /// free), and list (with --legacy, remove) older unlocked ones.
     Clean(CleanArgs),
+    /// Work on report folders: `merge` the summaries of a run's partitions.
+    Report(ReportCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct ReportCommand {
+    #[command(subcommand)]
+    pub command: ReportSubcommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReportSubcommand {
+    /// Merge the reports of several jobs of one run (the partitions of a
+    /// seed range) into one summary.json, junit.xml, summary.md and
+    /// index.html, with every failing seed's folder.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The jobs' report folders (each holding <scenario>/summary.json), or
+    /// their summary.json files.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged reports go.
+    #[arg(long, default_value = "reports/merged", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Fail (exit 1) on a coverage gap of the merged run (see `run --require-fired`).
+    #[arg(long)]
+    pub require_fired: bool,
+    /// Merge even when partitions are missing (by default an error, exit 2).
+    #[arg(long)]
+    pub allow_missing: bool,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]
@@ -113,15 +150,32 @@ pub struct RunArgs {
     /// and check each still gives the verdict it records.
     #[arg(long, num_args = 0..=1, default_missing_value = "scenarios/regressions", value_name = "DIR")]
     pub regressions: Option<PathBuf>,
-    /// How many seeds to run, from --start-seed.
-    #[arg(long, default_value_t = 100)]
-    pub seeds: u64,
+    /// How many seeds to run, from --start-seed (default 100; with
+    /// --time-budget, as many as the budget allows).
+    #[arg(long)]
+    pub seeds: Option<u64>,
     /// Run only this seed (decimal, 0x-hex, or a 40-digit commit hash).
     #[arg(long, value_parser = parse_seed_arg, conflicts_with_all = ["seeds", "start_seed"])]
     pub seed: Option<u64>,
     /// The first seed of the range.
     #[arg(long, value_parser = parse_seed_arg, default_value = "0")]
     pub start_seed: u64,
+    /// Run only job K's share of the range, of N jobs (`count:K/N`, K from
+    /// 1): N jobs together run every seed once. Default: from the
+    /// environment of a CI system's parallel jobs (README, "CI at scale").
+    #[arg(long, value_name = "count:K/N")]
+    pub partition: Option<String>,
+    /// Start seeds, in order, until this much wall time is spent (`90s`,
+    /// `10m`, `1h30m`); the seeds that ended are a prefix, stated in the
+    /// summary. Without --seeds the range is open-ended. Shared evenly by
+    /// the scenarios not yet run.
+    #[arg(long, value_name = "DURATION", value_parser = seeds::parse_duration)]
+    pub time_budget: Option<std::time::Duration>,
+    /// Fail (exit 1) when a declared kill point or fault never fired, or an
+    /// invariant the scenario's faults make was never exercised, across the
+    /// run (also `[faults] require_fired = true` in a scenario).
+    #[arg(long)]
+    pub require_fired: bool,
     /// Seeds run in parallel (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -379,6 +433,9 @@ pub fn main(cli: Cli) -> Exit {
         Command::Show(args) => show::show(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Clean(args) => clean::clean(&args),
+        Command::Report(ReportCommand {
+            command: ReportSubcommand::Merge(args),
+        }) => merge::merge(&args),
         Command::Serve(args) => return serve::serve(&args),
     };
     match result {

@@ -158,6 +158,7 @@ fn write_reports(
     reference: &Choice,
 ) -> anyhow::Result<()> {
     let summary = serde_json::json!({
+        "schema_version": crate::report::json::SCHEMA_VERSION,
         "git_commit": crate::platform::git_commit(),
         "sqlite_version": crate::platform::sqlite_version(),
         "seeds_max": settings.seeds_max,

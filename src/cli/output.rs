@@ -53,7 +53,7 @@ pub fn replay_command_prefix() -> String {
 /// The kill-point table of a summary; points the store under test cannot
 /// reach say so instead of showing zeros.
 pub fn kill_table(
-    kills: &std::collections::BTreeMap<&'static str, KillCount>,
+    kills: &std::collections::BTreeMap<String, KillCount>,
     unreachable: &[crate::sim::faults::KillPoint],
 ) -> String {
     let mut text = format!("  {:<32}{:>14}{:>12}\n", "kill point", "reached", "fired");
@@ -104,12 +104,21 @@ pub fn failure_lines(
 /// A progress bar of `len` steps on a terminal; hidden in CI (`CI` set), in
 /// JSON mode, or when stderr is not a TTY. `unit` names what is counted.
 pub fn progress_bar(human: bool, len: u64, prefix: &str, unit: &str) -> ProgressBar {
+    progress(human, Some(len), prefix, unit)
+}
+
+/// A progress line for `len` units, or an open-ended count of them (a
+/// time budget has no length to fill a bar to); hidden like `progress_bar`.
+pub fn progress(human: bool, len: Option<u64>, prefix: &str, unit: &str) -> ProgressBar {
     let visible = human && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
     if !visible {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let template = format!("{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{per_sec}}, eta {{eta}} {{msg}}");
+    let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
+    let template = match len {
+        Some(_) => format!("{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{per_sec}}, eta {{eta}} {{msg}}"),
+        None => format!("{{prefix}} {{spinner}} {{pos}} {unit}, {{per_sec}}, {{elapsed}} {{msg}}"),
+    };
     let style = ProgressStyle::with_template(&template)
         .expect("valid template")
         .progress_chars("=> ");

@@ -75,6 +75,7 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         .map(ToString::to_string)
         .unwrap_or_default();
     let summary = serde_json::json!({
+        "schema_version": crate::report::json::SCHEMA_VERSION,
         "scenario": loaded.label(),
         "seed": seed,
         "invariant": shrunk.target,

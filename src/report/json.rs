@@ -1,27 +1,37 @@
 //! The machine-readable records: one per seed, one summary per run.
+//! Every top-level record carries `schema_version` (`SCHEMA_VERSION`);
+//! `reports/README.md` documents each field.
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::coverage::Coverage;
+use crate::runner::{Partition, Selection};
 
 use crate::check::Violation;
 use crate::runner::{ErrorKind, RunError, SeedResult};
 use crate::sim::faults::{KillCounters, KillPoint};
 
+/// The version of every JSON record crashsim writes: raised when a field
+/// changes meaning or goes; new fields may come without it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// How often a kill point was reached and fired.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillCount {
     pub reached: u64,
     pub fired: u64,
 }
 
 /// Kill counters by point name, in the order of `KillPoint::ALL`'s names.
-pub fn kills(counters: &KillCounters) -> BTreeMap<&'static str, KillCount> {
+pub fn kills(counters: &KillCounters) -> BTreeMap<String, KillCount> {
     KillPoint::ALL
         .into_iter()
         .map(|point| {
             (
-                point.name(),
+                point.name().to_string(),
                 KillCount {
                     reached: counters.reached[point.index()],
                     fired: counters.fired[point.index()],
@@ -34,6 +44,7 @@ pub fn kills(counters: &KillCounters) -> BTreeMap<&'static str, KillCount> {
 /// One seed, as a JSON line of `run --format json`.
 #[derive(Serialize)]
 pub struct SeedRecord<'a> {
+    pub schema_version: u32,
     pub scenario: &'a str,
     pub seed: u64,
     /// "pass" or "fail" ("error" is an `ErrorRecord`).
@@ -45,7 +56,7 @@ pub struct SeedRecord<'a> {
     pub ticks: u64,
     pub settled: bool,
     pub faults: &'a str,
-    pub kills: BTreeMap<&'static str, KillCount>,
+    pub kills: BTreeMap<String, KillCount>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
 }
@@ -53,6 +64,7 @@ pub struct SeedRecord<'a> {
 impl<'a> SeedRecord<'a> {
     pub fn new(result: &'a SeedResult, replay: Option<String>) -> SeedRecord<'a> {
         SeedRecord {
+            schema_version: SCHEMA_VERSION,
             scenario: &result.scenario,
             seed: result.seed,
             outcome: if result.ok { "pass" } else { "fail" },
@@ -71,19 +83,21 @@ impl<'a> SeedRecord<'a> {
 
 /// A seed that ended with an error instead of a verdict, as a JSON line of
 /// `run --format json` (and in summaries): never a finding.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ErrorRecord {
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     pub scenario: String,
     pub seed: u64,
     /// Always "error".
-    pub outcome: &'static str,
+    pub outcome: String,
     pub ok: bool,
     pub error: ErrorCause,
     pub replay: String,
 }
 
 /// What kind of error, and its cause in words.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ErrorCause {
     pub kind: ErrorKind,
     pub cause: String,
@@ -92,9 +106,10 @@ pub struct ErrorCause {
 impl ErrorRecord {
     pub fn new(scenario: &str, seed: u64, error: &RunError, replay: String) -> ErrorRecord {
         ErrorRecord {
+            schema_version: SCHEMA_VERSION,
             scenario: scenario.to_string(),
             seed,
-            outcome: "error",
+            outcome: "error".to_string(),
             ok: false,
             error: ErrorCause {
                 kind: error.kind(),
@@ -105,8 +120,12 @@ impl ErrorRecord {
     }
 }
 
+fn schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
 /// A failing seed in a summary.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FailingSeed {
     pub seed: u64,
     pub invariants: Vec<String>,
@@ -114,11 +133,49 @@ pub struct FailingSeed {
     pub replay: String,
 }
 
+/// Which seeds a run was asked for, and what stopped it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SelectionSummary {
+    pub start_seed: u64,
+    /// The range's length (`--seeds`); `null`: open-ended (a time budget).
+    pub seeds: Option<u64>,
+    /// This job's share of the range (`--partition`), if only a share ran.
+    pub partition: Option<Partition>,
+    /// `--time-budget` in seconds, if one was given.
+    pub time_budget_s: Option<f64>,
+    /// The budget ran out: the seeds that ended are a prefix of the share.
+    pub budget_spent: bool,
+}
+
+impl SelectionSummary {
+    pub fn new(selection: &Selection, time_budget_s: Option<f64>) -> SelectionSummary {
+        SelectionSummary {
+            start_seed: selection.start,
+            seeds: selection.count,
+            partition: selection.partition,
+            time_budget_s,
+            budget_spent: false,
+        }
+    }
+
+    /// The selection it describes.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            start: self.start_seed,
+            count: self.seeds,
+            partition: self.partition,
+        }
+    }
+}
+
 /// One scenario's run over many seeds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScenarioSummary {
     pub scenario: String,
     pub path: String,
+    /// SHA-256 (16 hex digits) of the scenario as loaded: runs to merge
+    /// must have the same.
+    pub scenario_hash: String,
     pub store: String,
     pub seeds: u64,
     pub passed: u64,
@@ -129,29 +186,47 @@ pub struct ScenarioSummary {
     pub steps_per_s: f64,
     /// Failing seeds per invariant.
     pub violations_by_invariant: BTreeMap<String, u64>,
-    pub kills: BTreeMap<&'static str, KillCount>,
+    pub kills: BTreeMap<String, KillCount>,
     /// Kill points the scenario declares that never fired in this run.
     pub never_fired: Vec<String>,
     /// Kill points the store under test cannot reach (a `call` adapter has
     /// no moment inside its transactions).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub unreachable: Vec<String>,
+    /// Kill points, faults and invariants: declared, and seen.
+    pub coverage: Coverage,
+    /// The coverage gate was on (`--require-fired`): a gap fails the run.
+    #[serde(default)]
+    pub require_fired: bool,
     /// The outside store, when one was under test.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sut: Option<SutSummary>,
     pub failing_seeds: Vec<FailingSeed>,
     /// Seeds that ended with an error instead of a verdict: never findings.
     pub errored: u64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub errors: Vec<ErrorRecord>,
     /// Seeds asked for that did not run: abandoned at a signal, or not
     /// started after an error that would have met them too.
     pub not_run: u64,
-    /// The seeds that ended (with a verdict or an error), as ranges.
+    /// The seeds that ended (with a verdict or an error), as ranges
+    /// (`a..=b by N` in a partition's share).
     pub covered: String,
+    /// The seeds asked for (`--seeds`, `--partition`, `--time-budget`).
+    pub selection: SelectionSummary,
+    /// XOR of a hash of (seed, trace hash, verdict) over every seed that
+    /// ended (`digest`): two runs with equal digests ran the same seeds to
+    /// the same traces and verdicts, and a merge XORs its partitions'.
+    pub digest: String,
     /// The signal that interrupted the run, if one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub interrupted: Option<String>,
+    /// A merged summary's jobs (`crashsim report merge`), one per input.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub parts: Vec<super::merge::PartSummary>,
+    /// The shares of a partitioned range that no merged input had.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub missing_partitions: Vec<Partition>,
 }
 
 impl ScenarioSummary {
@@ -198,6 +273,7 @@ impl ScenarioSummary {
         ScenarioSummary {
             scenario: loaded.label(),
             path: loaded.path.display().to_string(),
+            scenario_hash: scenario_hash(&loaded.scenario),
             store: store.to_string(),
             seeds: results.len() as u64,
             passed: results.iter().filter(|result| result.ok).count() as u64,
@@ -210,24 +286,91 @@ impl ScenarioSummary {
             kills: kills(&counters),
             never_fired,
             unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
+            coverage: Coverage::of(&loaded.scenario, results, unreachable),
+            require_fired: false,
             sut: None,
             failing_seeds: failing,
             errored: 0,
             errors: Vec::new(),
             not_run: 0,
             covered: ranges(results.iter().map(|result| result.seed)),
+            // The span of the seeds given; `run` sets what it was asked for.
+            selection: SelectionSummary::new(&span(results), None),
+            digest: hex16(results.iter().fold([0; 8], |digest, result| {
+                xor(digest, seed_digest(result.seed, &result.trace_hash, result.ok))
+            })),
             interrupted: None,
+            parts: Vec::new(),
+            missing_partitions: Vec::new(),
         }
+    }
+
+    /// Sets the seeds asked for, and describes the covered ones in its terms.
+    pub fn with_selection(mut self, selection: SelectionSummary, covered: impl IntoIterator<Item = u64>) -> Self {
+        self.covered = selection.selection().ranges(covered);
+        self.selection = selection;
+        self
     }
 
     /// Adds the seeds that ended with an error, and those that did not run.
     pub fn with_errors(mut self, errors: Vec<ErrorRecord>, not_run: u64, covered: String) -> ScenarioSummary {
+        let digest = errors.iter().fold(unhex16(&self.digest), |digest, error| {
+            xor(digest, seed_digest(error.seed, error.error.kind.name(), false))
+        });
+        self.digest = hex16(digest);
         self.errored = errors.len() as u64;
         self.errors = errors;
         self.not_run = not_run;
         self.covered = covered;
         self
     }
+}
+
+/// The range from the lowest seed of `results` to the highest.
+fn span(results: &[SeedResult]) -> Selection {
+    let low = results.iter().map(|result| result.seed).min().unwrap_or(0);
+    let high = results.iter().map(|result| result.seed).max().unwrap_or(0);
+    Selection {
+        start: low,
+        count: Some((high - low).saturating_add(1)),
+        partition: None,
+    }
+}
+
+/// SHA-256 (16 hex digits) of a scenario as loaded, defaults filled in.
+pub fn scenario_hash(scenario: &crate::scenario::Scenario) -> String {
+    let text = serde_json::to_string(scenario).expect("scenarios serialise");
+    hex16(first8(&Sha256::digest(text.as_bytes())))
+}
+
+/// One seed's share of a run's `digest`: its seed, its trace hash (an
+/// error's kind for a seed that ended in one) and its verdict.
+pub fn seed_digest(seed: u64, trace_hash: &str, ok: bool) -> [u8; 8] {
+    let verdict = if ok { "pass" } else { "fail" };
+    first8(&Sha256::digest(format!("{seed}:{trace_hash}:{verdict}").as_bytes()))
+}
+
+/// Two digests together.
+pub fn xor(a: [u8; 8], b: [u8; 8]) -> [u8; 8] {
+    std::array::from_fn(|index| a[index] ^ b[index])
+}
+
+fn first8(bytes: &[u8]) -> [u8; 8] {
+    std::array::from_fn(|index| bytes[index])
+}
+
+fn hex16(bytes: [u8; 8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A digest back from its hex (a malformed one reads as zero).
+pub fn unhex16(text: &str) -> [u8; 8] {
+    u64::from_str_radix(text, 16).map_or([0; 8], u64::to_be_bytes)
+}
+
+/// A digest as hex.
+pub fn digest_hex(bytes: [u8; 8]) -> String {
+    hex16(bytes)
 }
 
 /// Seeds as ranges, in the order given: "0..=41, 43, 45..=46".
@@ -277,8 +420,9 @@ impl SutSummary {
 }
 
 /// The last line of `run --format json`, and `summary.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunSummary {
+    pub schema_version: u32,
     pub summary: bool,
     /// "pass", "fail" (a finding, errors or not), "error" or "interrupted".
     pub outcome: String,
@@ -289,7 +433,7 @@ pub struct RunSummary {
     /// Seeds asked for that did not run.
     pub not_run: u64,
     /// The signal that interrupted the run, if one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub interrupted: Option<String>,
     pub seconds: f64,
     pub seeds_per_s: f64,
@@ -301,6 +445,9 @@ pub struct RunSummary {
     pub filesystem: String,
     pub git_commit: String,
     pub sqlite_version: String,
+    /// The summaries a merge read (`crashsim report merge`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub merged_from: Vec<String>,
     pub scenarios: Vec<ScenarioSummary>,
 }
 
@@ -330,6 +477,7 @@ impl RunSummary {
             "pass"
         };
         RunSummary {
+            schema_version: SCHEMA_VERSION,
             summary: true,
             outcome: outcome.to_string(),
             seeds,
@@ -346,6 +494,7 @@ impl RunSummary {
             filesystem: filesystem.to_string(),
             git_commit: crate::platform::git_commit().to_string(),
             sqlite_version: crate::platform::sqlite_version().to_string(),
+            merged_from: Vec::new(),
             scenarios: scenarios.to_vec(),
         }
     }
@@ -353,6 +502,75 @@ impl RunSummary {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The object keys of `value` at `path` (`*` for every entry of a map
+    /// or array whose own keys are data, not fields).
+    fn keys_at(value: &serde_json::Value, path: &[&str], out: &mut BTreeSet<String>) {
+        match (path.split_first(), value) {
+            (None, serde_json::Value::Object(map)) => out.extend(map.keys().cloned()),
+            (Some((&"*", rest)), serde_json::Value::Object(map)) => {
+                map.values().for_each(|value| keys_at(value, rest, out));
+            }
+            (Some((&"*", rest)), serde_json::Value::Array(items)) => {
+                items.iter().for_each(|value| keys_at(value, rest, out));
+            }
+            (Some((key, rest)), serde_json::Value::Object(map)) => {
+                if let Some(value) = map.get(*key) {
+                    keys_at(value, rest, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_field_of_a_run_summary_is_documented_in_reports_readme() {
+        let readme = include_str!("../../reports/README.md");
+        let loaded = crate::scenario::builtin::find(std::path::Path::new("smoke"))
+            .expect("built in")
+            .load()
+            .expect("loads");
+        let error = ErrorRecord::new(
+            "smoke",
+            3,
+            &RunError::Unsupported("a store that cannot".into()),
+            "crashsim replay smoke --seed 3".into(),
+        );
+        let mut scenario = ScenarioSummary::of(&loaded, "reference", &[], 1.0, &[], |_| String::new())
+            .with_errors(vec![error], 0, String::new());
+        scenario.failing_seeds.push(FailingSeed {
+            seed: 1,
+            invariants: vec!["I1".into()],
+            first: String::new(),
+            replay: String::new(),
+        });
+        scenario.interrupted = Some("SIGINT".into());
+        scenario.unreachable = vec!["writer.before_commit".into()];
+        let run = RunSummary::new(&[scenario], 1.0, 2, "in-process", std::path::Path::new("/tmp"), "tmpfs");
+        let value = serde_json::to_value(&run).expect("serialises");
+        let mut keys = BTreeSet::new();
+        for path in [
+            &[][..],
+            &["scenarios", "*"],
+            &["scenarios", "*", "selection"],
+            &["scenarios", "*", "coverage"],
+            &["scenarios", "*", "coverage", "kill_points", "*"],
+            &["scenarios", "*", "coverage", "faults", "*"],
+            &["scenarios", "*", "coverage", "invariants", "*"],
+            &["scenarios", "*", "failing_seeds", "*"],
+            &["scenarios", "*", "errors", "*"],
+            &["scenarios", "*", "errors", "*", "error"],
+            &["scenarios", "*", "kills", "*"],
+        ] {
+            keys_at(&value, path, &mut keys);
+        }
+        assert!(keys.len() > 50, "{keys:?}");
+        let missing: Vec<&String> = keys.iter().filter(|key| !readme.contains(&format!("`{key}`"))).collect();
+        assert!(missing.is_empty(), "reports/README.md does not document {missing:?}");
+    }
     #[test]
     fn seeds_read_as_ranges() {
         assert_eq!(super::ranges([0, 1, 2, 3, 5, 7, 8]), "0..=3, 5, 7..=8");

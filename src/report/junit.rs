@@ -88,6 +88,23 @@ pub fn run(summaries: &[ScenarioSummary]) -> String {
             case.set_classname(summary.scenario.as_str());
             suite.add_test_case(case);
         }
+        if summary.require_fired && !summary.coverage.gaps.is_empty() {
+            let gaps = &summary.coverage.gaps;
+            let status = failure(&format!("coverage gate: {} gap(s)", gaps.len()), &gaps.join("\n"));
+            let mut case = TestCase::new("coverage", status);
+            case.set_classname(summary.scenario.as_str());
+            suite.add_test_case(case);
+        }
+        if !summary.missing_partitions.is_empty() {
+            let missing: Vec<String> = summary.missing_partitions.iter().map(ToString::to_string).collect();
+            let status = error(
+                &format!("missing partitions: {}", missing.join(", ")),
+                "no summary of these jobs was merged: their seeds were not judged",
+            );
+            let mut case = TestCase::new("partitions", status);
+            case.set_classname(summary.scenario.as_str());
+            suite.add_test_case(case);
+        }
         report.add_test_suite(suite);
     }
     render(&report)

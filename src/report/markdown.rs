@@ -151,9 +151,18 @@ pub fn run(summary: &RunSummary) -> String {
                 }
             );
         }
+        let _ = writeln!(text, "Seeds {}; digest `{}`.\n", cell(&scenario.covered), scenario.digest);
+        if !scenario.missing_partitions.is_empty() {
+            let missing: Vec<String> = scenario.missing_partitions.iter().map(ToString::to_string).collect();
+            let _ = writeln!(text, "**Missing partitions:** {}.\n", missing.join(", "));
+        }
         text.push_str(&kill_rows(scenario));
-        for point in &scenario.never_fired {
-            let _ = writeln!(text, "\n**Warning:** `{point}` is declared but never fired.");
+        let label = match scenario.require_fired {
+            true => "Coverage gate failed",
+            false => "Warning",
+        };
+        for gap in &scenario.coverage.gaps {
+            let _ = writeln!(text, "\n**{label}:** {}.", cell(gap));
         }
     }
     text

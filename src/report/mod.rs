@@ -19,10 +19,13 @@
 //! in the same place. Every file is written atomically (`atomic`).
 
 pub mod atomic;
+pub mod coverage;
 pub mod html;
+pub mod index;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 pub mod number;
 
 use std::path::{Path, PathBuf};

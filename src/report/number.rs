@@ -79,3 +79,19 @@ mod tests {
         assert_eq!(short(12.34), "12.3");
     }
 }
+
+/// A duration as people write it: `10m`, `1h30m`, `1m5s`, `2.5s`.
+pub fn duration(value: std::time::Duration) -> String {
+    let seconds = value.as_secs();
+    if value.subsec_millis() != 0 || seconds == 0 {
+        return format!("{}s", short(value.as_secs_f64()));
+    }
+    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let mut text = String::new();
+    for (amount, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if amount > 0 {
+            text.push_str(&format!("{amount}{unit}"));
+        }
+    }
+    text
+}

@@ -36,7 +36,7 @@ pub enum RunError {
 }
 
 /// What kind of error ended a seed without a verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The machine under the store: a full disk, an I/O error, no memory,

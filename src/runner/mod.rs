@@ -7,12 +7,15 @@
 //! verdict (pass or fail) or an error that is never a verdict (`error.rs`).
 
 mod error;
+pub mod selection;
 mod sweep;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::{ErrorKind, RunError};
+pub use selection::{Partition, Selection};
 pub use sweep::{Ended, Sweep, in_parallel, run_seeds, sweep};
 
 use serde::Serialize;
@@ -40,6 +43,9 @@ pub struct SeedResult {
     pub faults: String,
     #[serde(skip)]
     pub kills: KillCounters,
+    /// The invariants whose situation arose in the run (`check::coverage`).
+    #[serde(skip)]
+    pub exercised: BTreeSet<check::Invariant>,
     /// Every fault that fired, in order (a forced replay reproduces the run).
     #[serde(skip)]
     pub injected: Vec<Injected>,
@@ -257,6 +263,7 @@ pub fn run_seed_on(
         settled: output.settled,
         faults: output.plan.describe(),
         kills: output.kills,
+        exercised: check::coverage::exercised(&output.events),
         injected: output.injected,
         fault_points: output.fault_points,
         events: keep.then_some(output.events),

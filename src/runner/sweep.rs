@@ -5,12 +5,14 @@
 //! each is handed on in seed order as soon as it and every seed before it
 //! have ended (so a log streams, and an interrupted run's output holds
 //! every seed it finished), an error that would meet every later seed stops
-//! the seeds not yet started, and so does `super::abandon`.
+//! the seeds not yet started, and so do `super::abandon` and a spent time
+//! budget (which lets the running seeds finish, so what ended is a prefix).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use super::{Options, RunError, SeedResult, run_seed};
+use super::{Options, RunError, SeedResult, Selection, run_seed};
 use crate::scenario::Loaded;
 
 /// Runs `seeds` on `jobs` threads. `on_result` is called on the calling
@@ -38,11 +40,12 @@ pub fn in_parallel<E: Send>(
     let mut results: Vec<Option<SeedResult>> = vec![None; seeds.len()];
     let mut first_error = None;
     on_threads(
-        seeds,
-        jobs,
+        &|index| seeds.get(index).copied(),
+        jobs.clamp(1, seeds.len().max(1)),
+        &|| true,
         &run,
         |result| result.is_err(),
-        |index, result| match result {
+        |index, _, result| match result {
             Ok(result) => {
                 on_result(&result);
                 results[index] = Some(result);
@@ -69,100 +72,131 @@ pub type Ended = Result<SeedResult, RunError>;
 pub struct Sweep {
     /// Every seed that ended (a verdict or an error), in seed order.
     pub ended: Vec<(u64, Ended)>,
-    /// Seeds abandoned at a signal, and seeds never started.
+    /// Seeds abandoned at a signal, and seeds of a bounded selection never
+    /// started after an error or a signal stopped the run (not those a
+    /// spent budget left: they were never asked for).
     pub not_run: Vec<u64>,
+    /// `keep_starting` said no: the seeds that ended are a prefix of the
+    /// selection, and the rest were not started.
+    pub budget_spent: bool,
 }
 
-/// Runs every seed of `seeds` on `jobs` threads until an error that stops
-/// the run (`RunError::stops_run`) or `super::abandon`. `on_ended` is
+/// Runs the seeds of `selection` in order on `jobs` threads until it has
+/// none left, an error that stops the run (`RunError::stops_run`),
+/// `super::abandon`, or `keep_starting` says no (asked before each seed
+/// starts: a time budget; the seeds running then finish). `on_ended` is
 /// called on the calling thread in seed order, for each seed as soon as it
 /// and every earlier seed have ended; seeds abandoned or never started are
 /// skipped.
 pub fn sweep(
     loaded: &Loaded,
-    seeds: &[u64],
+    selection: &Selection,
     jobs: usize,
     options: &Options,
+    keep_starting: impl Fn() -> bool + Sync,
     mut on_ended: impl FnMut(u64, &Ended),
 ) -> Sweep {
-    let mut slots: Vec<Option<Ended>> = (0..seeds.len()).map(|_| None).collect();
-    let mut done = vec![false; seeds.len()];
-    // Seeds before this one have been handed on (or were abandoned).
+    let threads = match selection.len() {
+        Some(len) => jobs.clamp(1, usize::try_from(len).unwrap_or(usize::MAX).max(1)),
+        None => jobs.max(1),
+    };
+    // Seeds that ended out of order wait here for the ones before them;
+    // `None`: abandoned.
+    let mut waiting: BTreeMap<usize, (u64, Option<Ended>)> = BTreeMap::new();
+    let mut sweep = Sweep::default();
+    // Seeds before this index have been handed on (or were abandoned).
     let mut emitted = 0;
-    on_threads(
-        seeds,
-        jobs,
+    let mut started = 0;
+    let spent = on_threads(
+        &|index| selection.nth(index as u64),
+        threads,
+        &keep_starting,
         &|seed| run_seed(loaded, seed, options),
         |ended| ended.as_ref().is_err_and(RunError::stops_run) || super::abandoning(),
-        |index, ended| {
-            done[index] = true;
+        |index, seed, ended| {
+            started = started.max(index + 1);
             let abandoned = matches!(&ended, Err(error) if error.kind() == super::ErrorKind::Interrupted);
-            if !abandoned {
-                slots[index] = Some(ended);
-            }
-            while emitted < seeds.len() && done[emitted] {
-                if let Some(ended) = &slots[emitted] {
-                    on_ended(seeds[emitted], ended);
-                }
+            waiting.insert(index, (seed, (!abandoned).then_some(ended)));
+            while let Some((seed, ended)) = waiting.remove(&emitted) {
+                hand_on(&mut sweep, seed, ended, &mut on_ended);
                 emitted += 1;
             }
         },
     );
     // The seeds after a gap (one never started) end in order too.
-    for index in emitted..seeds.len() {
-        if let Some(ended) = &slots[index] {
-            on_ended(seeds[index], ended);
-        }
+    for (_, (seed, ended)) in std::mem::take(&mut waiting) {
+        hand_on(&mut sweep, seed, ended, &mut on_ended);
     }
-    let mut sweep = Sweep::default();
-    for (seed, slot) in seeds.iter().zip(slots) {
-        match slot {
-            Some(ended) => sweep.ended.push((*seed, ended)),
-            None => sweep.not_run.push(*seed),
-        }
+    sweep.ended.sort_by_key(|(seed, _)| *seed);
+    sweep.budget_spent = spent;
+    // Seeds of a bounded selection that a stop left unstarted.
+    if !spent && selection.len().is_some() {
+        sweep
+            .not_run
+            .extend((started as u64..).map_while(|index| selection.nth(index)));
     }
+    sweep.not_run.sort_unstable();
     sweep
 }
 
-/// The thread pool both share: `run` on every seed not yet started until
-/// `stop` says so (after a seed ends), `take` on the calling thread with
-/// each seed's index and outcome, in completion order.
+fn hand_on(sweep: &mut Sweep, seed: u64, ended: Option<Ended>, on_ended: &mut impl FnMut(u64, &Ended)) {
+    match ended {
+        Some(ended) => {
+            on_ended(seed, &ended);
+            sweep.ended.push((seed, ended));
+        }
+        None => sweep.not_run.push(seed),
+    }
+}
+
+/// The thread pool both share: `run` on each seed `seed_at` gives, in
+/// order, until it gives none, `stop` says so (after a seed ends) or
+/// `keep_starting` says no (before a seed starts); `take` on the calling
+/// thread with each seed's index, seed and outcome, in completion order.
+/// True if `keep_starting` stopped it.
 fn on_threads<T: Send>(
-    seeds: &[u64],
-    jobs: usize,
+    seed_at: &(impl Fn(usize) -> Option<u64> + Sync),
+    threads: usize,
+    keep_starting: &(impl Fn() -> bool + Sync),
     run: &(impl Fn(u64) -> T + Sync),
     stop: impl Fn(&T) -> bool + Sync,
-    mut take: impl FnMut(usize, T),
-) {
+    mut take: impl FnMut(usize, u64, T),
+) -> bool {
     let next = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
-    let (sender, receiver) = mpsc::channel::<(usize, T)>();
+    let spent = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(usize, u64, T)>();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, seeds.len().max(1)) {
+        for _ in 0..threads {
             let sender = sender.clone();
-            let (next, stopped, stop) = (&next, &stopped, &stop);
+            let (next, stopped, spent, stop) = (&next, &stopped, &spent, &stop);
             scope.spawn(move || {
                 loop {
-                    if stopped.load(Ordering::Relaxed) || super::abandoning() {
+                    if stopped.load(Ordering::Relaxed) || spent.load(Ordering::Relaxed) || super::abandoning() {
+                        break;
+                    }
+                    if !keep_starting() {
+                        spent.store(true, Ordering::Relaxed);
                         break;
                     }
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= seeds.len() {
+                    let Some(seed) = seed_at(index) else {
                         break;
-                    }
-                    let outcome = run(seeds[index]);
+                    };
+                    let outcome = run(seed);
                     if stop(&outcome) {
                         stopped.store(true, Ordering::Relaxed);
                     }
-                    if sender.send((index, outcome)).is_err() {
+                    if sender.send((index, seed, outcome)).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(sender);
-        for (index, outcome) in receiver {
-            take(index, outcome);
+        for (index, seed, outcome) in receiver {
+            take(index, seed, outcome);
         }
     });
+    spent.load(Ordering::Relaxed)
 }

@@ -215,6 +215,11 @@ pub struct Faults {
     /// Actors' clocks are skewed and step (off unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skew: Option<SkewFaults>,
+    /// A run of this scenario fails (exit 1) when a kill point or fault it
+    /// declares never fires, or an invariant its faults make is never
+    /// exercised (`crashsim run --require-fired`). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub require_fired: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -40,6 +40,7 @@ use crate::check::Snapshot;
 use crate::runner::SeedResult;
 use crate::trace::TraceEvent;
 use facts::Facts;
+pub use text::esc;
 use text::Esc;
 
 /// What every section reads.

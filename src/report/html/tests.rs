@@ -191,6 +191,7 @@ pub(super) fn hostile_result() -> SeedResult {
         settled: false,
         faults: "writer.before_commit=1/30 net.drop=1/50".into(),
         kills: Default::default(),
+        exercised: Default::default(),
         injected: Vec::new(),
         fault_points: None,
         events: Some(events),

@@ -6,20 +6,20 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use super::output::{failure_lines, kill_table, progress_bar, replay_command};
+mod human;
+
+use super::output::{progress, replay_command};
+use super::seeds::{self, Chosen};
 use super::sut::Choice;
 use super::workdir::WorkDir;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
-use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SeedRecord, SutSummary};
+use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SelectionSummary, SeedRecord, SutSummary};
 use crate::report::number::{self, thousands};
-use crate::runner::{self, Options, SeedResult};
+use crate::runner::{self, Options, Selection};
 use crate::scenario::{self, Loaded};
 use crate::sim::faults::KillPoint;
 use crate::{platform, report};
-
-/// Failing seeds printed in full; the rest are in the report.
-const FAILURES_SHOWN: usize = 10;
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let regressions = match &args.regressions {
@@ -52,22 +52,15 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         let name = &adapter.identity().name;
         scenarios = scenarios.into_iter().map(|loaded| loaded.with_sut(name)).collect();
     }
-    let seeds: Vec<u64> = match args.seed {
-        Some(seed) => vec![seed],
-        None => {
-            if args.seeds == 0 {
-                bail!("--seeds must be at least 1");
-            }
-            let Some(end) = args.start_seed.checked_add(args.seeds - 1) else {
-                bail!(
-                    "--start-seed {} + --seeds {} runs past the largest seed",
-                    args.start_seed,
-                    args.seeds
-                );
-            };
-            (args.start_seed..=end).collect()
-        }
-    };
+    let chosen = seeds::choose(args, |name| std::env::var(name).ok())?;
+    let selection = chosen.selection;
+    if selection.is_empty() {
+        bail!(
+            "--partition {}: the range {} has no seed for this job",
+            selection.partition.map(|partition| partition.to_string()).unwrap_or_default(),
+            selection.range()
+        );
+    }
     let jobs = match args.jobs {
         Some(0) => bail!("--jobs must be at least 1"),
         Some(jobs) => jobs,
@@ -99,7 +92,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         );
         println!(
             "seeds {} on {jobs} job(s); databases in {} ({filesystem}); store: {}{}",
-            describe_seeds(&seeds),
+            describe_seeds(&chosen, args.time_budget),
             work_dir.display(),
             choice.describe(),
             if args.check_determinism {
@@ -117,7 +110,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         reason = "wall time reports speed; it never steers a run"
     )]
     let started = Instant::now();
-    for loaded in &scenarios {
+    for (index, loaded) in scenarios.iter().enumerate() {
         if runner::abandoning() {
             break;
         }
@@ -125,8 +118,18 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             sut: choice.sut(loaded, &args.sut)?,
             ..options.clone()
         };
-        let summary = run_scenario(args, loaded, &seeds, jobs, &options, &choice, &work)?;
-        exit = exit.worst(exit_of(&summary));
+        // What is left of the budget, shared by the scenarios not yet run.
+        let deadline = args.time_budget.map(|budget| {
+            let left = budget.saturating_sub(started.elapsed());
+            Instant::now() + left / (scenarios.len() - index) as u32
+        });
+        let run = Sweeping {
+            selection: &selection,
+            deadline,
+            jobs,
+        };
+        let summary = run_scenario(args, loaded, &run, &options, &choice, &work)?;
+        exit = exit.worst(exit_of(&summary)).worst(gate(args, loaded, &summary, human));
         if let Some(root) = args.reports.root() {
             let own = RunSummary::new(
                 std::slice::from_ref(&summary),
@@ -188,15 +191,53 @@ fn exit_of(summary: &ScenarioSummary) -> Exit {
     }
 }
 
+/// The coverage gate (`--require-fired`, `[faults] require_fired`): a gap
+/// in a run that was not interrupted fails it.
+fn gate(args: &RunArgs, loaded: &Loaded, summary: &ScenarioSummary, human: bool) -> Exit {
+    if !summary.require_fired || summary.interrupted.is_some() || summary.coverage.gaps.is_empty() {
+        return Exit::Pass;
+    }
+    let from = match args.require_fired {
+        true => "--require-fired",
+        false => "its [faults] require_fired",
+    };
+    for gap in &summary.coverage.gaps {
+        eprintln!("error: coverage gate ({from}): {}: {gap}", loaded.label());
+    }
+    if human {
+        println!(
+            "  coverage gate failed: {} gap(s); more seeds, or higher rates, make them fire",
+            summary.coverage.gaps.len()
+        );
+    }
+    Exit::Violation
+}
+
+/// How one scenario's seeds are swept.
+struct Sweeping<'a> {
+    selection: &'a Selection,
+    /// Start no seed after this (`--time-budget`).
+    deadline: Option<Instant>,
+    jobs: usize,
+}
+
+fn before(deadline: Option<Instant>) -> bool {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a time budget chooses how many seeds run, never what one does"
+    )]
+    deadline.is_none_or(|deadline| Instant::now() < deadline)
+}
+
 fn run_scenario(
     args: &RunArgs,
     loaded: &Loaded,
-    seeds: &[u64],
-    jobs: usize,
+    run: &Sweeping<'_>,
     options: &Options,
     choice: &Choice,
     work: &WorkDir,
 ) -> anyhow::Result<ScenarioSummary> {
+    let (selection, jobs) = (run.selection, run.jobs);
     let human = args.format == Format::Human;
     let flags = choice.replay_flags();
     let store = match &options.sut {
@@ -233,7 +274,7 @@ fn run_scenario(
             }
         );
     }
-    let bar = progress_bar(human, seeds.len() as u64, &loaded.label(), "seeds");
+    let bar = progress(human, selection.len(), &loaded.label(), "seeds");
     let (mut failed_so_far, mut errors_so_far) = (0u64, 0u64);
     let mut report_dirs = BTreeMap::new();
     let mut report_error = None;
@@ -246,7 +287,8 @@ fn run_scenario(
     // Each seed is handed on as soon as it and every seed before it ended:
     // a JSON line, and a failing seed's report, are written then, so a log
     // streams and an interrupted run keeps what it found.
-    let sweep = runner::sweep(loaded, seeds, jobs, options, |seed, ended| {
+    let deadline = run.deadline;
+    let sweep = runner::sweep(loaded, selection, jobs, options, || before(deadline), |seed, ended| {
         let replay = replay_command(loaded, seed, &flags);
         let line = match ended {
             Ok(result) => {
@@ -289,7 +331,7 @@ fn run_scenario(
         return Err(anyhow::Error::new(error).context(format!("writing the report of seed {seed}")));
     }
 
-    let covered = crate::report::json::ranges(sweep.ended.iter().map(|(seed, _)| *seed));
+    let covered = selection.ranges(sweep.ended.iter().map(|(seed, _)| *seed));
     let mut results = Vec::new();
     let mut errors = Vec::new();
     for (seed, ended) in sweep.ended {
@@ -313,6 +355,11 @@ fn run_scenario(
         replay_command(loaded, seed, &flags)
     })
     .with_errors(records, sweep.not_run.len() as u64, covered);
+    summary.selection = SelectionSummary {
+        budget_spent: sweep.budget_spent,
+        ..SelectionSummary::new(selection, args.time_budget.map(|budget| budget.as_secs_f64()))
+    };
+    summary.require_fired = args.require_fired || loaded.scenario.faults.require_fired;
     if runner::abandoning() {
         summary.interrupted = Some(
             crate::interrupt::requested()
@@ -324,7 +371,7 @@ fn run_scenario(
         summary.sut = Some(SutSummary::of(adapter));
     }
     if human {
-        print_human(
+        human::print(
             &summary,
             loaded,
             &results,
@@ -337,115 +384,6 @@ fn run_scenario(
     Ok(summary)
 }
 
-fn print_human(
-    summary: &ScenarioSummary,
-    loaded: &Loaded,
-    results: &[SeedResult],
-    report_dirs: &BTreeMap<u64, std::path::PathBuf>,
-    flags: &str,
-    unreachable: &[KillPoint],
-    work_dir: &std::path::Path,
-) {
-    for result in results.iter().filter(|result| !result.ok).take(FAILURES_SHOWN) {
-        let replay = replay_command(loaded, result.seed, flags);
-        let swarm_mix = loaded.scenario.faults.swarm.then_some(result.faults.as_str());
-        let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
-        print!(
-            "{}",
-            failure_lines(result.seed, &result.violations, swarm_mix, &replay, report)
-        );
-        if let Some(dir) = &result.kept_dir {
-            println!("note: databases kept in {}", dir.display());
-        }
-    }
-    if summary.failed as usize > FAILURES_SHOWN {
-        println!(
-            "… and {} more failing seeds (see summary.json)",
-            summary.failed as usize - FAILURES_SHOWN
-        );
-    }
-    // Errors go to stderr, like every error of the command line.
-    for error in summary.errors.iter().take(FAILURES_SHOWN) {
-        eprintln!(
-            "error: seed={} ({}, not a finding): {}",
-            error.seed,
-            error.error.kind.name(),
-            error.error.cause
-        );
-        eprintln!("note: replay with `{}`", error.replay);
-    }
-    if summary
-        .errors
-        .iter()
-        .any(|error| error.error.kind == runner::ErrorKind::Environment)
-        && let Some((free, total)) = crate::platform::space_of(work_dir)
-    {
-        eprintln!(
-            "note: the work directory {} has {} free of {} (--dir chooses another)",
-            work_dir.display(),
-            number::bytes(free),
-            number::bytes(total)
-        );
-    }
-    if summary.errored as usize > FAILURES_SHOWN {
-        eprintln!(
-            "… and {} more seeds with errors (see summary.json)",
-            summary.errored as usize - FAILURES_SHOWN
-        );
-    }
-    let mut ended = format!(
-        "{} passed, {} failed",
-        thousands(summary.passed),
-        thousands(summary.failed)
-    );
-    if summary.errored > 0 {
-        ended.push_str(&format!(", {} errors (not findings)", thousands(summary.errored)));
-    }
-    if summary.not_run > 0 {
-        ended.push_str(&format!(", {} not run", thousands(summary.not_run)));
-    }
-    println!(
-        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s): {ended}",
-        summary.scenario,
-        thousands(summary.seeds),
-        summary.seconds,
-        number::short(summary.seeds_per_s),
-        number::short(summary.steps_per_s),
-    );
-    if let Some(signal) = &summary.interrupted {
-        println!(
-            "  interrupted by {signal}: seeds ended: {}; running seeds were abandoned",
-            if summary.covered.is_empty() {
-                "none"
-            } else {
-                &summary.covered
-            }
-        );
-    } else if summary.not_run > 0 {
-        println!("  the run stopped at the first error that would meet every later seed too");
-    }
-    if summary.seeds == 0 {
-        println!("  invariants: no seed ended with a verdict");
-        return;
-    } else if summary.violations_by_invariant.is_empty() {
-        println!("  invariants: all held (I1-I8, I9 integrity, I10)");
-    } else {
-        let parts: Vec<String> = summary
-            .violations_by_invariant
-            .iter()
-            .map(|(invariant, seeds)| format!("{invariant} in {seeds} seed(s)"))
-            .collect();
-        println!("  violations: {}", parts.join(", "));
-    }
-    print!("{}", kill_table(&summary.kills, unreachable));
-    for point in &summary.never_fired {
-        println!(
-            "warning: {} declares {point}, but it never fired in {} seeds",
-            summary.scenario, summary.seeds
-        );
-    }
-}
-
 fn mode_name(choice: &Choice) -> &'static str {
     match choice {
         Choice::Builtin => "in-process",
@@ -454,10 +392,17 @@ fn mode_name(choice: &Choice) -> &'static str {
     }
 }
 
-fn describe_seeds(seeds: &[u64]) -> String {
-    match seeds {
-        [] => "none".to_string(),
-        [one] => one.to_string(),
-        [first, .., last] => format!("{first}..={last}"),
+fn describe_seeds(chosen: &Chosen, budget: Option<std::time::Duration>) -> String {
+    let selection = &chosen.selection;
+    let mut text = selection.range();
+    if let (Some(partition), Some(from)) = (selection.partition, &chosen.from) {
+        text = match selection.len() {
+            Some(len) => format!("{text}, job {partition}'s share ({len} seeds; from {from})"),
+            None => format!("{text}, job {partition}'s share (from {from})"),
+        };
     }
+    if let Some(budget) = budget {
+        text.push_str(&format!(", until {} of wall time is spent", number::duration(budget)));
+    }
+    text
 }

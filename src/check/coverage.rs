@@ -1,0 +1,259 @@
+//! Coverage: what a run actually exercised, next to what its scenario
+//! declared.
+//!
+//! An invariant is only as strong as the situations it was judged in: "one
+//! side effect per command_id" says nothing about a run in which no command
+//! reached a receiver twice. So each seed records which invariants met
+//! their situation (`exercised`, read from the trace), and which faults
+//! fired, by kind; a scenario says which it expects (`declared_faults`,
+//! `required`). A gap (declared, never seen across a whole run) is a
+//! warning in the summary, and a failure under `--require-fired`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::Invariant;
+use crate::scenario::Scenario;
+use crate::sim::faults::{Fault, Injected, KillPoint};
+use crate::trace::{Op, TraceEvent};
+
+/// The invariants coverage speaks of: the protocol's (A1 and D1 are
+/// judged by the way a run is made, not by what its faults did).
+pub const INVARIANTS: [Invariant; 10] = [
+    Invariant::I1,
+    Invariant::I2,
+    Invariant::I3,
+    Invariant::I4,
+    Invariant::I5,
+    Invariant::I6,
+    Invariant::I7,
+    Invariant::I8,
+    Invariant::I9,
+    Invariant::I10,
+];
+
+/// The situation each invariant guards, in words (for messages and docs).
+pub fn situation(invariant: Invariant) -> &'static str {
+    match invariant {
+        Invariant::I1 => "a command was enqueued and an actor was killed or the power cut",
+        Invariant::I2 => "a receiver got the same key more than once",
+        Invariant::I3 => "a writer's append was rejected as stale",
+        Invariant::I4 | Invariant::I5 => "a transaction ended without a commit (rolled back, killed or cut)",
+        Invariant::I6 => "a writer replayed a workflow's events",
+        Invariant::I7 => "a receiver got a key-conflict probe or a near miss",
+        Invariant::I8 => "a worker claimed rows under a lease",
+        Invariant::I9 => "the power was cut and restored",
+        Invariant::I10 => "the run settled after its faults stopped",
+        Invariant::A1 | Invariant::D1 => "",
+    }
+}
+
+/// The invariants whose situation arose in this trace.
+pub fn exercised(events: &[TraceEvent]) -> BTreeSet<Invariant> {
+    let mut seen = BTreeSet::new();
+    let (mut commands, mut interrupted) = (false, false);
+    let mut received: BTreeMap<&str, u32> = BTreeMap::new();
+    // Actors inside a transaction (after Begin, before Commit or Rollback).
+    let mut open = BTreeSet::new();
+    for event in events {
+        match &event.op {
+            Op::InsertCommand { .. } => commands = true,
+            Op::Begin => {
+                open.insert(event.actor);
+            }
+            Op::Commit { .. } => {
+                open.remove(&event.actor);
+            }
+            Op::Rollback => {
+                open.remove(&event.actor);
+                seen.extend([Invariant::I4, Invariant::I5]);
+            }
+            Op::Kill { .. } => {
+                interrupted = true;
+                if open.remove(&event.actor) {
+                    seen.extend([Invariant::I4, Invariant::I5]);
+                }
+            }
+            Op::PowerCut { .. } => {
+                interrupted = true;
+                if !open.is_empty() {
+                    seen.extend([Invariant::I4, Invariant::I5]);
+                }
+                open.clear();
+            }
+            Op::Restored { .. } => {
+                seen.insert(Invariant::I9);
+            }
+            Op::Receive { key, .. } => {
+                let count = received.entry(key.as_str()).or_default();
+                *count += 1;
+                if *count == 2 {
+                    seen.insert(Invariant::I2);
+                }
+            }
+            Op::Conflict { .. } => {
+                seen.insert(Invariant::I3);
+            }
+            Op::Load { .. } => {
+                seen.insert(Invariant::I6);
+            }
+            Op::Probe { .. } | Op::NearMiss { .. } => {
+                seen.insert(Invariant::I7);
+            }
+            Op::Claim { .. } => {
+                seen.insert(Invariant::I8);
+            }
+            Op::Settled => {
+                seen.insert(Invariant::I10);
+            }
+            _ => {}
+        }
+    }
+    if commands && interrupted {
+        seen.insert(Invariant::I1);
+    }
+    seen
+}
+
+/// The kinds of fault besides kills, by the name coverage reports them under.
+pub const FAULTS: [&str; 10] = [
+    "drop",
+    "duplicate",
+    "key_conflict",
+    "near_miss",
+    "power_cut",
+    "pause",
+    "receiver_retryable",
+    "net_retryable",
+    "skew",
+    "clock_step",
+];
+
+/// The name of an injected fault's kind; `None` for kills (counted per
+/// kill point).
+pub fn fault_kind(fault: &Fault) -> Option<&'static str> {
+    Some(match fault {
+        Fault::Kill { .. } => return None,
+        Fault::Drop { .. } => "drop",
+        Fault::Duplicate { .. } => "duplicate",
+        Fault::Probe { .. } => "key_conflict",
+        Fault::NearMiss { .. } => "near_miss",
+        Fault::PowerCut { .. } => "power_cut",
+        Fault::Pause { .. } => "pause",
+        Fault::Refuse { .. } => "receiver_retryable",
+        Fault::ReplyRetryable { .. } => "net_retryable",
+        Fault::Skew { .. } => "skew",
+        Fault::ClockStep { .. } => "clock_step",
+    })
+}
+
+/// Faults that fired in one seed, by kind.
+pub fn fired(injected: &[Injected]) -> BTreeMap<&'static str, u64> {
+    let mut fired = BTreeMap::new();
+    for kind in injected.iter().filter_map(|injected| fault_kind(&injected.fault)) {
+        *fired.entry(kind).or_default() += 1;
+    }
+    fired
+}
+
+/// The fault kinds (besides kills) a scenario turns on.
+pub fn declared_faults(scenario: &Scenario) -> BTreeSet<&'static str> {
+    let plan = scenario.fault_plan();
+    let on = [
+        ("drop", !plan.net_drop.is_zero()),
+        ("duplicate", !plan.net_duplicate.is_zero()),
+        ("key_conflict", !plan.key_conflict.is_zero()),
+        ("near_miss", !plan.near_miss.is_zero()),
+        ("power_cut", scenario.power_enabled()),
+        ("pause", !plan.pause.is_zero()),
+        ("receiver_retryable", !plan.receiver_retryable.is_zero()),
+        ("net_retryable", !plan.net_retryable.is_zero()),
+        ("skew", plan.skew_ticks > 0),
+        ("clock_step", !plan.clock_step.is_zero()),
+    ];
+    on.into_iter().filter(|(_, on)| *on).map(|(kind, _)| kind).collect()
+}
+
+/// The invariants a scenario's faults and workload must exercise in a run
+/// of many seeds: each whose situation those faults make (I6 and I10 every
+/// run does), against a store that cannot reach the kill points `unreachable`.
+pub fn required(scenario: &Scenario, unreachable: &[KillPoint]) -> BTreeSet<Invariant> {
+    let mut declared = scenario.faults.declared();
+    declared.retain(|point| !unreachable.contains(point));
+    let faults = declared_faults(scenario);
+    let power = scenario.power_enabled();
+    let kills = !declared.is_empty();
+    let redelivers = declared.iter().any(|point| {
+        !matches!(point, KillPoint::WriterBeforeCommit | KillPoint::WriterAfterCommit)
+    }) || ["drop", "duplicate", "net_retryable"].iter().any(|kind| faults.contains(kind));
+    let torn = power || declared.contains(&KillPoint::WriterBeforeCommit);
+    let rules = [
+        (Invariant::I1, kills || power),
+        (Invariant::I2, redelivers),
+        (Invariant::I3, scenario.workload.writers_count > 1),
+        (Invariant::I4, torn),
+        (Invariant::I5, torn),
+        (Invariant::I6, true),
+        (Invariant::I7, faults.contains("key_conflict") || faults.contains("near_miss")),
+        (Invariant::I8, scenario.leases.is_some()),
+        (Invariant::I9, power),
+        (Invariant::I10, true),
+    ];
+    rules.into_iter().filter(|(_, on)| *on).map(|(invariant, _)| invariant).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actors::{ActorId, Role};
+
+    fn at(actor: ActorId, op: Op) -> TraceEvent {
+        TraceEvent { tick: 0, actor, op }
+    }
+
+    #[test]
+    fn a_kill_inside_a_transaction_exercises_atomicity_and_a_kill_after_it_does_not() {
+        let writer = ActorId::new(Role::Writer, 0);
+        let killed = |point: &str| Op::Kill { point: point.to_string() };
+        let inside = exercised(&[
+            at(writer, Op::InsertCommand { command_id: "c".into() }),
+            at(writer, Op::Begin),
+            at(writer, killed("writer_before_commit")),
+        ]);
+        assert!(inside.contains(&Invariant::I5) && inside.contains(&Invariant::I1));
+        let after = exercised(&[
+            at(writer, Op::Begin),
+            at(writer, Op::Commit { appended: Vec::new() }),
+            at(writer, killed("writer_after_commit")),
+        ]);
+        assert!(!after.contains(&Invariant::I5));
+        assert!(!after.contains(&Invariant::I1), "no command was enqueued");
+    }
+
+    #[test]
+    fn a_key_received_twice_exercises_one_effect_per_command() {
+        let receiver = ActorId::new(Role::Receiver, 0);
+        let got = |key: &str| Op::Receive {
+            key: key.to_string(),
+            from: ActorId::new(Role::Worker, 0),
+        };
+        assert!(!exercised(&[at(receiver, got("a")), at(receiver, got("b"))]).contains(&Invariant::I2));
+        assert!(exercised(&[at(receiver, got("a")), at(receiver, got("a"))]).contains(&Invariant::I2));
+    }
+
+    #[test]
+    fn the_smoke_scenario_requires_what_its_faults_make() {
+        let scenario = crate::scenario::builtin::find(std::path::Path::new("smoke")).expect("built in").load().expect("loads").scenario;
+        let required = required(&scenario, &[]);
+        for invariant in [Invariant::I1, Invariant::I2, Invariant::I3, Invariant::I7, Invariant::I10] {
+            assert!(required.contains(&invariant), "{invariant}");
+        }
+        assert!(!required.contains(&Invariant::I9), "smoke has no power loss");
+        assert!(!required.contains(&Invariant::I8), "smoke has no leases");
+        let call = super::required(&scenario, &[KillPoint::WriterBeforeCommit]);
+        assert!(!call.contains(&Invariant::I5), "a store of call granularity has no moment inside a commit");
+        assert!(FAULTS.iter().all(|kind| !kind.is_empty()));
+        for kind in declared_faults(&scenario) {
+            assert!(FAULTS.contains(&kind));
+        }
+    }
+}

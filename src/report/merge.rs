@@ -1,0 +1,227 @@
+//! Merging the summaries of several jobs of one run (`crashsim report
+//! merge`): partitions of one seed range, each job's `summary.json`.
+//!
+//! Only parts of one run merge: the same scenario (by its hash as loaded),
+//! store, crashsim commit, SQLite and range, and shares that do not overlap.
+//! Anything else is refused, naming the two files. A merged summary is the
+//! one a single job over the whole range would have written, but for wall
+//! time (the longest part's) and `parts`, which says what each job ran;
+//! `missing_partitions` names the shares no input had.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::json::{self, RunSummary, ScenarioSummary};
+use crate::runner::Partition;
+
+/// One job's summary of one scenario, and the file it came from.
+#[derive(Clone, Debug)]
+pub struct Part {
+    pub file: PathBuf,
+    /// The folder that holds its failing seeds' folders.
+    pub seed_root: PathBuf,
+    pub run: RunSummary,
+    pub scenario: ScenarioSummary,
+}
+
+/// What one job ran, in a merged summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartSummary {
+    pub file: String,
+    pub partition: Option<Partition>,
+    pub seeds: u64,
+    pub failed: u64,
+    pub errored: u64,
+    pub covered: String,
+    pub seconds: f64,
+    pub budget_spent: bool,
+}
+
+/// Why parts do not merge.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// The merged summaries of every scenario the parts ran, in name order,
+/// or why they do not merge.
+pub fn merge(parts: Vec<Part>) -> Result<Merged, Refused> {
+    let Some(first) = parts.first() else {
+        return Err(Refused("no summary.json to merge".to_string()));
+    };
+    for part in &parts {
+        for (what, mine, theirs) in [
+            ("crashsim commits", &first.run.git_commit, &part.run.git_commit),
+            ("SQLite versions", &first.run.sqlite_version, &part.run.sqlite_version),
+            ("modes", &first.run.mode, &part.run.mode),
+        ] {
+            if mine != theirs {
+                return Err(refuse(first, part, &format!("were made by different {what} ({mine} and {theirs})")));
+            }
+        }
+    }
+    let mut by_scenario: BTreeMap<String, Vec<Part>> = BTreeMap::new();
+    for part in parts {
+        by_scenario.entry(part.scenario.scenario.clone()).or_default().push(part);
+    }
+    let mut merged = Merged::default();
+    for (name, mut parts) in by_scenario {
+        parts.sort_by_key(|part| part.scenario.selection.partition);
+        let (summary, missing) = merge_scenario(&parts)?;
+        if !missing.is_empty() {
+            merged.missing.insert(name.clone(), missing);
+        }
+        merged.sources.extend(parts.iter().map(|part| part.file.display().to_string()));
+        merged.parts.push(parts);
+        merged.scenarios.push(summary);
+    }
+    Ok(merged)
+}
+
+/// Every scenario merged.
+#[derive(Debug, Default)]
+pub struct Merged {
+    pub scenarios: Vec<ScenarioSummary>,
+    /// The parts of each scenario, in the order of `scenarios`.
+    pub parts: Vec<Vec<Part>>,
+    /// Shares of a partitioned range that no input had, by scenario.
+    pub missing: BTreeMap<String, Vec<Partition>>,
+    pub sources: Vec<String>,
+}
+
+fn refuse(one: &Part, other: &Part, why: &str) -> Refused {
+    Refused(format!(
+        "{} and {} do not merge: they {why}",
+        one.file.display(),
+        other.file.display()
+    ))
+}
+
+fn merge_scenario(parts: &[Part]) -> Result<(ScenarioSummary, Vec<Partition>), Refused> {
+    let first = &parts[0];
+    let mine = &first.scenario;
+    for part in &parts[1..] {
+        let theirs = &part.scenario;
+        if mine.scenario_hash != theirs.scenario_hash {
+            let why = format!(
+                "ran different scenarios under the name {} (hashes {} and {})",
+                mine.scenario, mine.scenario_hash, theirs.scenario_hash
+            );
+            return Err(refuse(first, part, &why));
+        }
+        if mine.store != theirs.store || mine.sut != theirs.sut {
+            return Err(refuse(first, part, &format!("tested different stores ({} and {})", mine.store, theirs.store)));
+        }
+        let (a, b) = (&mine.selection, &theirs.selection);
+        if (a.start_seed, a.seeds) != (b.start_seed, b.seeds) {
+            let why = format!(
+                "are shares of different ranges ({} and {})",
+                a.selection().range(),
+                b.selection().range()
+            );
+            return Err(refuse(first, part, &why));
+        }
+    }
+    // The shares: all of one N, each once; or a single unpartitioned run.
+    let mut seen: BTreeMap<Partition, &Part> = BTreeMap::new();
+    for part in parts {
+        let Some(partition) = part.scenario.selection.partition else {
+            if parts.len() > 1 {
+                let other = parts.iter().find(|other| !std::ptr::eq(*other, part)).expect("two parts");
+                return Err(refuse(part, other, "overlap: the first ran the whole range"));
+            }
+            continue;
+        };
+        if let Some((other, _)) = seen.iter().find(|(other, _)| other.total != partition.total) {
+            let why = format!("split the range differently ({other} and {partition})");
+            return Err(refuse(seen[other], part, &why));
+        }
+        if let Some(other) = seen.insert(partition, part) {
+            return Err(refuse(other, part, &format!("overlap: both ran the share {partition}")));
+        }
+    }
+    let missing: Vec<Partition> = match seen.keys().next() {
+        Some(any) => (1..=any.total)
+            .map(|index| Partition { index, total: any.total })
+            .filter(|partition| !seen.contains_key(partition))
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok((sum(parts, &missing), missing))
+}
+
+/// The parts' figures added up.
+fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
+    let mut total = parts[0].scenario.clone();
+    let mut digest = json::unhex16(&total.digest);
+    let mut never_fired: BTreeSet<String> = total.never_fired.iter().cloned().collect();
+    for part in &parts[1..] {
+        let next = &part.scenario;
+        total.seeds += next.seeds;
+        total.passed += next.passed;
+        total.failed += next.failed;
+        total.steps += next.steps;
+        total.errored += next.errored;
+        total.not_run += next.not_run;
+        total.seconds = total.seconds.max(next.seconds);
+        total.require_fired |= next.require_fired;
+        total.selection.budget_spent |= next.selection.budget_spent;
+        for (invariant, seeds) in &next.violations_by_invariant {
+            *total.violations_by_invariant.entry(invariant.clone()).or_default() += seeds;
+        }
+        for (point, count) in &next.kills {
+            let entry = total.kills.entry(point.clone()).or_default();
+            entry.reached += count.reached;
+            entry.fired += count.fired;
+        }
+        let theirs: BTreeSet<String> = next.never_fired.iter().cloned().collect();
+        never_fired = never_fired.intersection(&theirs).cloned().collect();
+        total.failing_seeds.extend(next.failing_seeds.iter().cloned());
+        total.errors.extend(next.errors.iter().cloned());
+        digest = json::xor(digest, json::unhex16(&next.digest));
+        total.interrupted = total.interrupted.or_else(|| next.interrupted.clone());
+    }
+    let seeds = total.seeds + total.errored;
+    for part in &parts[1..] {
+        total.coverage.merge(&part.scenario.coverage, seeds);
+    }
+    total.failing_seeds.sort_by_key(|failing| failing.seed);
+    total.errors.sort_by_key(|error| error.seed);
+    total.never_fired.retain(|point| never_fired.contains(point));
+    total.digest = json::digest_hex(digest);
+    total.seeds_per_s = total.seeds as f64 / total.seconds.max(1e-9);
+    total.steps_per_s = total.steps as f64 / total.seconds.max(1e-9);
+    let whole = parts.iter().all(|part| !part.scenario.selection.budget_spent && part.scenario.not_run == 0)
+        && missing.is_empty()
+        && total.interrupted.is_none();
+    let range = total.selection.selection();
+    total.covered = match (whole, parts.len()) {
+        (true, _) => range.range(),
+        (false, 1) => total.covered,
+        (false, _) => parts
+            .iter()
+            .map(|part| {
+                let share = part.scenario.selection.partition.map_or("all".to_string(), |p| p.to_string());
+                format!("{share}: {}", part.scenario.covered)
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    total.selection.partition = None;
+    total.parts = parts
+        .iter()
+        .map(|part| PartSummary {
+            file: part.file.display().to_string(),
+            partition: part.scenario.selection.partition,
+            seeds: part.scenario.seeds,
+            failed: part.scenario.failed,
+            errored: part.scenario.errored,
+            covered: part.scenario.covered.clone(),
+            seconds: part.scenario.seconds,
+            budget_spent: part.scenario.selection.budget_spent,
+        })
+        .collect();
+    total.missing_partitions = missing.to_vec();
+    total
+}
