@@ -41,7 +41,13 @@ fn four_partitions_in_four_processes_merge_into_the_run_of_the_whole_range() {
     let root = dir.path();
     let whole = root.join("whole");
     let range = ["--seeds", "8", "--start-seed", "3", "--format", "json", "--jobs", "1"];
-    let single = crashsim(&[&["run", "scenarios/smoke.toml", "--report", whole.to_str().unwrap()], &range[..]].concat());
+    let single = crashsim(
+        &[
+            &["run", "scenarios/smoke.toml", "--report", whole.to_str().unwrap()],
+            &range[..],
+        ]
+        .concat(),
+    );
     assert_eq!(single.status.code(), Some(0), "{}", stderr(&single));
 
     // Four processes at once, each its own share, as four CI jobs would.
@@ -70,10 +76,16 @@ fn four_partitions_in_four_processes_merge_into_the_run_of_the_whole_range() {
         union.extend(share);
         assert_eq!(union.len(), before + 2, "shares are disjoint");
     }
-    assert_eq!(union, seeds_of(&stdout(&single)), "same seeds, verdicts and trace hashes");
+    assert_eq!(
+        union,
+        seeds_of(&stdout(&single)),
+        "same seeds, verdicts and trace hashes"
+    );
 
     let merged = root.join("merged");
-    let parts: Vec<String> = (1..=4).map(|k| root.join(format!("part{k}")).display().to_string()).collect();
+    let parts: Vec<String> = (1..=4)
+        .map(|k| root.join(format!("part{k}")).display().to_string())
+        .collect();
     let mut args = vec!["report", "merge", "--out", merged.to_str().unwrap()];
     args.extend(parts.iter().map(String::as_str));
     let merge = crashsim(&args);
@@ -82,7 +94,15 @@ fn four_partitions_in_four_processes_merge_into_the_run_of_the_whole_range() {
     let all = summary(&merged.join("summary.json"));
     assert_eq!(all["schema_version"], 1);
     let (one, all) = (&one["scenarios"][0], &all["scenarios"][0]);
-    for field in ["seeds", "passed", "failed", "digest", "covered", "scenario_hash", "violations_by_invariant"] {
+    for field in [
+        "seeds",
+        "passed",
+        "failed",
+        "digest",
+        "covered",
+        "scenario_hash",
+        "violations_by_invariant",
+    ] {
         assert_eq!(one[field], all[field], "{field}");
     }
     assert_eq!(one["kills"], all["kills"], "kill counters add up");
@@ -93,14 +113,36 @@ fn four_partitions_in_four_processes_merge_into_the_run_of_the_whole_range() {
     }
 
     // Three of four: merged, but an error naming the missing share.
-    let three = crashsim(&["report", "merge", "--out", root.join("m3").to_str().unwrap(), &parts[0], &parts[1], &parts[3]]);
+    let three = crashsim(&[
+        "report",
+        "merge",
+        "--out",
+        root.join("m3").to_str().unwrap(),
+        &parts[0],
+        &parts[1],
+        &parts[3],
+    ]);
     assert_eq!(three.status.code(), Some(2));
     assert!(stderr(&three).contains("count:3/4"), "{}", stderr(&three));
     // The same share twice, or a share with the whole range: refused.
-    let twice = crashsim(&["report", "merge", "--out", root.join("m4").to_str().unwrap(), &parts[0], &parts[0]]);
+    let twice = crashsim(&[
+        "report",
+        "merge",
+        "--out",
+        root.join("m4").to_str().unwrap(),
+        &parts[0],
+        &parts[0],
+    ]);
     assert_eq!(twice.status.code(), Some(2));
     assert!(stderr(&twice).contains("overlap"), "{}", stderr(&twice));
-    let mixed = crashsim(&["report", "merge", "--out", root.join("m5").to_str().unwrap(), whole.to_str().unwrap(), &parts[1]]);
+    let mixed = crashsim(&[
+        "report",
+        "merge",
+        "--out",
+        root.join("m5").to_str().unwrap(),
+        whole.to_str().unwrap(),
+        &parts[1],
+    ]);
     assert!(stderr(&mixed).contains("overlap"), "{}", stderr(&mixed));
 }
 
@@ -128,14 +170,25 @@ fn merging_refuses_other_scenarios_and_copies_failing_seeds() {
     let (two, _) = part(2, "no_dedup");
     let merged = dir.path().join("merged");
     let merge = crashsim(&["report", "merge", "--out", merged.to_str().unwrap(), &one, &two]);
-    assert_eq!(merge.status.code(), Some(1), "a finding in a part is a finding of the merge");
+    assert_eq!(
+        merge.status.code(),
+        Some(1),
+        "a finding in a part is a finding of the merge"
+    );
     let total = summary(&merged.join("summary.json"));
-    for failing in total["scenarios"][0]["failing_seeds"].as_array().expect("failing seeds") {
+    for failing in total["scenarios"][0]["failing_seeds"]
+        .as_array()
+        .expect("failing seeds")
+    {
         let seed = failing["seed"].as_u64().unwrap();
         let page = merged.join(format!("contention+no_dedup/{seed}/report.html"));
         assert!(page.is_file(), "{}", page.display());
     }
-    assert!(std::fs::read_to_string(merged.join("index.html")).unwrap().contains("report.html"));
+    assert!(
+        std::fs::read_to_string(merged.join("index.html"))
+            .unwrap()
+            .contains("report.html")
+    );
     // Another store under the same scenario name is another run.
     let file = format!("{two}/contention+no_dedup/summary.json");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -168,13 +221,28 @@ fn a_time_budget_stops_at_a_prefix_and_says_which() {
     );
     assert!(sweep.budget_spent);
     let seeds: Vec<u64> = sweep.ended.iter().map(|(seed, _)| *seed).collect();
-    assert_eq!(seeds, [5, 6, 7], "the seeds started before the budget ran out, all finished");
+    assert_eq!(
+        seeds,
+        [5, 6, 7],
+        "the seeds started before the budget ran out, all finished"
+    );
     assert!(sweep.not_run.is_empty());
 
     let dir = tempfile::tempdir().expect("a temp dir");
-    let output = crashsim(&["run", "contention", "--time-budget", "1s", "--report", dir.path().to_str().unwrap()]);
+    let output = crashsim(&[
+        "run",
+        "contention",
+        "--time-budget",
+        "1s",
+        "--report",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stdout(&output).contains("time budget spent: seeds 0..="), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("time budget spent: seeds 0..="),
+        "{}",
+        stdout(&output)
+    );
     let scenario = &summary(&dir.path().join("contention/summary.json"))["scenarios"][0];
     let ran = scenario["seeds"].as_u64().unwrap();
     assert!(ran >= 1);
@@ -192,18 +260,27 @@ fn a_declared_kill_point_that_never_fires_fails_the_coverage_gate() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let scenario = dir.path().join("rare.toml");
     let text = std::fs::read_to_string(common::root().join("scenarios/contention.toml")).unwrap();
-    let rare = text.replace("[faults.worker]\n", "[faults.worker]\nafter_read_pending = \"1/100000000\"\n");
+    let rare = text.replace(
+        "[faults.worker]\n",
+        "[faults.worker]\nafter_read_pending = \"1/100000000\"\n",
+    );
     assert_ne!(rare, text, "contention.toml has a [faults.worker] table");
     std::fs::write(&scenario, rare).unwrap();
     let path = scenario.to_str().unwrap();
     let warned = crashsim(&["run", path, "--seeds", "6", "--no-report"]);
     assert_eq!(warned.status.code(), Some(0), "without the gate, a gap is a warning");
-    assert!(stdout(&warned).contains("warning: rare: kill point worker.after_read_pending"), "{}", stdout(&warned));
+    assert!(
+        stdout(&warned).contains("warning: rare: kill point worker.after_read_pending"),
+        "{}",
+        stdout(&warned)
+    );
     let gated = crashsim(&["run", path, "--seeds", "6", "--require-fired", "--no-report"]);
     assert_eq!(gated.status.code(), Some(1), "{}", stdout(&gated));
     let message = stderr(&gated);
     assert!(
-        message.contains("coverage gate (--require-fired): rare: kill point worker.after_read_pending is declared but never fired"),
+        message.contains(
+            "coverage gate (--require-fired): rare: kill point worker.after_read_pending is declared but never fired"
+        ),
         "{message}"
     );
 }

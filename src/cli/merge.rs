@@ -37,7 +37,12 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     }
     let merged = merge::merge(parts).map_err(|refused| anyhow::anyhow!("{refused}"))?;
     let first = &merged.parts[0][0].run;
-    let seconds = merged.parts.iter().flatten().map(|part| part.run.seconds).fold(0.0, f64::max);
+    let seconds = merged
+        .parts
+        .iter()
+        .flatten()
+        .map(|part| part.run.seconds)
+        .fold(0.0, f64::max);
     let jobs = merged.parts.iter().flatten().map(|part| part.run.jobs).sum();
     let mut total = RunSummary::new(
         &merged.scenarios,
@@ -92,7 +97,11 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     if human {
         print_human(&total, &merged.missing, out);
     } else {
-        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(&total).expect("summaries serialise"));
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string(&total).expect("summaries serialise")
+        );
     }
     for (scenario, partitions) in &merged.missing {
         let names: Vec<String> = partitions.iter().map(ToString::to_string).collect();
@@ -203,7 +212,11 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn print_human(total: &RunSummary, missing: &std::collections::BTreeMap<String, Vec<crate::runner::Partition>>, out: &Path) {
+fn print_human(
+    total: &RunSummary,
+    missing: &std::collections::BTreeMap<String, Vec<crate::runner::Partition>>,
+    out: &Path,
+) {
     for scenario in &total.scenarios {
         let jobs: Vec<String> = scenario
             .parts
@@ -230,13 +243,26 @@ fn print_human(total: &RunSummary, missing: &std::collections::BTreeMap<String, 
             println!("  missing partitions: {}", names.join(", "));
         }
         for failing in scenario.failing_seeds.iter().take(10) {
-            println!("  seed={} {}: {}", failing.seed, failing.invariants.join(","), failing.first);
+            println!(
+                "  seed={} {}: {}",
+                failing.seed,
+                failing.invariants.join(","),
+                failing.first
+            );
             println!("    note: replay with `{}`", failing.replay);
         }
         for gap in &scenario.coverage.gaps {
-            let what = if scenario.require_fired { "error: coverage gate" } else { "warning" };
+            let what = if scenario.require_fired {
+                "error: coverage gate"
+            } else {
+                "warning"
+            };
             println!("  {what}: {gap}");
         }
     }
-    println!("{}: merged into {}/ (summary.json, junit.xml, summary.md, index.html)", total.outcome, out.display());
+    println!(
+        "{}: merged into {}/ (summary.json, junit.xml, summary.md, index.html)",
+        total.outcome,
+        out.display()
+    );
 }

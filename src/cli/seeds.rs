@@ -64,7 +64,10 @@ pub fn choose(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> anyhow::R
         );
     }
     let (partition, from) = match &args.partition {
-        Some(text) => (Some(Partition::parse(text).map_err(|error| anyhow::anyhow!("--partition {error}"))?), Some("--partition".to_string())),
+        Some(text) => (
+            Some(Partition::parse(text).map_err(|error| anyhow::anyhow!("--partition {error}"))?),
+            Some("--partition".to_string()),
+        ),
         None => match from_env(&env)? {
             Some((partition, from)) => (Some(partition), Some(from)),
             None => (None, None),
@@ -109,7 +112,9 @@ pub fn from_env(env: &impl Fn(&str) -> Option<String>) -> anyhow::Result<Option<
             continue;
         };
         let Some(total) = number(total_var)? else {
-            bail!("{index_var} is set, so this is job {index} of a parallel run: set {total_var} to the number of jobs");
+            bail!(
+                "{index_var} is set, so this is job {index} of a parallel run: set {total_var} to the number of jobs"
+            );
         };
         return partition_of(index, base, total, &format!("{index_var}/{total_var}")).map(Some);
     }
@@ -185,11 +190,21 @@ mod tests {
             (&[("CRASHSIM_PARTITION", "count:2/3")], job(2, 3)),
             (&[("CI_NODE_INDEX", "1"), ("CI_NODE_TOTAL", "4")], job(1, 4)),
             (&[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "2")], job(1, 2)),
-            (&[("BUILDKITE_PARALLEL_JOB", "3"), ("BUILDKITE_PARALLEL_JOB_COUNT", "4")], job(4, 4)),
-            (&[("SEMAPHORE_JOB_INDEX", "2"), ("SEMAPHORE_JOB_COUNT", "2")], job(2, 2)),
-            (&[("JOB_COMPLETION_INDEX", "5"), ("CRASHSIM_PARTITIONS", "8")], job(6, 8)),
             (
-                &[("SLURM_ARRAY_TASK_ID", "11"), ("SLURM_ARRAY_TASK_MIN", "10"), ("SLURM_ARRAY_TASK_COUNT", "3")],
+                &[("BUILDKITE_PARALLEL_JOB", "3"), ("BUILDKITE_PARALLEL_JOB_COUNT", "4")],
+                job(4, 4),
+            ),
+            (&[("SEMAPHORE_JOB_INDEX", "2"), ("SEMAPHORE_JOB_COUNT", "2")], job(2, 2)),
+            (
+                &[("JOB_COMPLETION_INDEX", "5"), ("CRASHSIM_PARTITIONS", "8")],
+                job(6, 8),
+            ),
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "11"),
+                    ("SLURM_ARRAY_TASK_MIN", "10"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ],
                 job(2, 3),
             ),
         ];
@@ -202,7 +217,9 @@ mod tests {
 
     #[test]
     fn a_bad_or_half_given_environment_is_an_error_naming_the_variable() {
-        let half = from_env(&env_of(&[("JOB_COMPLETION_INDEX", "0")])).unwrap_err().to_string();
+        let half = from_env(&env_of(&[("JOB_COMPLETION_INDEX", "0")]))
+            .unwrap_err()
+            .to_string();
         assert!(half.contains("CRASHSIM_PARTITIONS"), "{half}");
         let past = from_env(&env_of(&[("CI_NODE_INDEX", "5"), ("CI_NODE_TOTAL", "4")])).unwrap_err();
         assert!(past.to_string().contains("CI_NODE_INDEX"), "{past}");

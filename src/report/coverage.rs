@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::check::Invariant;
-use crate::check::coverage::{self, INVARIANTS};
+use crate::check::coverage;
 use crate::runner::SeedResult;
 use crate::scenario::Scenario;
 use crate::sim::faults::{KillCounters, KillPoint};
@@ -63,9 +63,15 @@ impl Coverage {
         let mut coverage = Coverage::default();
         for kind in coverage::FAULTS {
             let declared = declared_faults.contains(kind);
-            coverage.faults.insert(kind.to_string(), FaultCoverage { declared, ..Default::default() });
+            coverage.faults.insert(
+                kind.to_string(),
+                FaultCoverage {
+                    declared,
+                    ..Default::default()
+                },
+            );
         }
-        for invariant in INVARIANTS {
+        for invariant in coverage::invariants() {
             let required = required.contains(&invariant);
             let entry = InvariantCoverage { required, exercised: 0 };
             coverage.invariants.insert(invariant, entry);
@@ -129,7 +135,9 @@ impl Coverage {
                     0 => "never reached".to_string(),
                     reached => format!("reached {reached} times"),
                 };
-                gaps.push(format!("kill point {name} is declared but never fired in {seeds} ({reached})"));
+                gaps.push(format!(
+                    "kill point {name} is declared but never fired in {seeds} ({reached})"
+                ));
             }
         }
         for (name, fault) in &self.faults {

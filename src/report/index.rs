@@ -42,7 +42,11 @@ pub fn page(summary: &RunSummary, has_page: impl Fn(&str, u64) -> bool) -> Strin
         );
         if !scenario.missing_partitions.is_empty() {
             let missing: Vec<String> = scenario.missing_partitions.iter().map(ToString::to_string).collect();
-            let _ = writeln!(html, "<p class=\"fail\">missing partitions: {}</p>", esc(&missing.join(", ")));
+            let _ = writeln!(
+                html,
+                "<p class=\"fail\">missing partitions: {}</p>",
+                esc(&missing.join(", "))
+            );
         }
         html.push_str("<table><tr><th>job</th><th>seeds</th><th>failed</th><th>errors</th><th>seconds</th><th>covered</th><th>summary</th></tr>\n");
         for part in &scenario.parts {

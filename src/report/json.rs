@@ -424,7 +424,7 @@ impl SutSummary {
 pub struct RunSummary {
     pub schema_version: u32,
     pub summary: bool,
-    /// "pass", "fail" (a finding, errors or not), "error" or "interrupted".
+    /// "pass", "fail" (a finding, errors or not; or a failed coverage gate), "error" or "interrupted".
     pub outcome: String,
     pub seeds: u64,
     pub failed: u64,
@@ -467,7 +467,10 @@ impl RunSummary {
         let failed = scenarios.iter().map(|s| s.failed).sum();
         let errored = scenarios.iter().map(|s| s.errored).sum();
         let interrupted = scenarios.iter().find_map(|s| s.interrupted.clone());
-        let outcome = if failed > 0 {
+        let gate_failed = scenarios
+            .iter()
+            .any(|s| s.require_fired && s.interrupted.is_none() && !s.coverage.gaps.is_empty());
+        let outcome = if failed > 0 || gate_failed {
             "fail"
         } else if interrupted.is_some() {
             "interrupted"
@@ -539,8 +542,11 @@ mod tests {
             &RunError::Unsupported("a store that cannot".into()),
             "crashsim replay smoke --seed 3".into(),
         );
-        let mut scenario = ScenarioSummary::of(&loaded, "reference", &[], 1.0, &[], |_| String::new())
-            .with_errors(vec![error], 0, String::new());
+        let mut scenario = ScenarioSummary::of(&loaded, "reference", &[], 1.0, &[], |_| String::new()).with_errors(
+            vec![error],
+            0,
+            String::new(),
+        );
         scenario.failing_seeds.push(FailingSeed {
             seed: 1,
             invariants: vec!["I1".into()],
@@ -568,7 +574,10 @@ mod tests {
             keys_at(&value, path, &mut keys);
         }
         assert!(keys.len() > 50, "{keys:?}");
-        let missing: Vec<&String> = keys.iter().filter(|key| !readme.contains(&format!("`{key}`"))).collect();
+        let missing: Vec<&String> = keys
+            .iter()
+            .filter(|key| !readme.contains(&format!("`{key}`")))
+            .collect();
         assert!(missing.is_empty(), "reports/README.md does not document {missing:?}");
     }
     #[test]

@@ -151,7 +151,12 @@ pub fn run(summary: &RunSummary) -> String {
                 }
             );
         }
-        let _ = writeln!(text, "Seeds {}; digest `{}`.\n", cell(&scenario.covered), scenario.digest);
+        let _ = writeln!(
+            text,
+            "Seeds {}; digest `{}`.\n",
+            cell(&scenario.covered),
+            scenario.digest
+        );
         if !scenario.missing_partitions.is_empty() {
             let missing: Vec<String> = scenario.missing_partitions.iter().map(ToString::to_string).collect();
             let _ = writeln!(text, "**Missing partitions:** {}.\n", missing.join(", "));

@@ -57,13 +57,20 @@ pub fn merge(parts: Vec<Part>) -> Result<Merged, Refused> {
             ("modes", &first.run.mode, &part.run.mode),
         ] {
             if mine != theirs {
-                return Err(refuse(first, part, &format!("were made by different {what} ({mine} and {theirs})")));
+                return Err(refuse(
+                    first,
+                    part,
+                    &format!("were made by different {what} ({mine} and {theirs})"),
+                ));
             }
         }
     }
     let mut by_scenario: BTreeMap<String, Vec<Part>> = BTreeMap::new();
     for part in parts {
-        by_scenario.entry(part.scenario.scenario.clone()).or_default().push(part);
+        by_scenario
+            .entry(part.scenario.scenario.clone())
+            .or_default()
+            .push(part);
     }
     let mut merged = Merged::default();
     for (name, mut parts) in by_scenario {
@@ -72,7 +79,9 @@ pub fn merge(parts: Vec<Part>) -> Result<Merged, Refused> {
         if !missing.is_empty() {
             merged.missing.insert(name.clone(), missing);
         }
-        merged.sources.extend(parts.iter().map(|part| part.file.display().to_string()));
+        merged
+            .sources
+            .extend(parts.iter().map(|part| part.file.display().to_string()));
         merged.parts.push(parts);
         merged.scenarios.push(summary);
     }
@@ -111,7 +120,11 @@ fn merge_scenario(parts: &[Part]) -> Result<(ScenarioSummary, Vec<Partition>), R
             return Err(refuse(first, part, &why));
         }
         if mine.store != theirs.store || mine.sut != theirs.sut {
-            return Err(refuse(first, part, &format!("tested different stores ({} and {})", mine.store, theirs.store)));
+            return Err(refuse(
+                first,
+                part,
+                &format!("tested different stores ({} and {})", mine.store, theirs.store),
+            ));
         }
         let (a, b) = (&mine.selection, &theirs.selection);
         if (a.start_seed, a.seeds) != (b.start_seed, b.seeds) {
@@ -128,7 +141,10 @@ fn merge_scenario(parts: &[Part]) -> Result<(ScenarioSummary, Vec<Partition>), R
     for part in parts {
         let Some(partition) = part.scenario.selection.partition else {
             if parts.len() > 1 {
-                let other = parts.iter().find(|other| !std::ptr::eq(*other, part)).expect("two parts");
+                let other = parts
+                    .iter()
+                    .find(|other| !std::ptr::eq(*other, part))
+                    .expect("two parts");
                 return Err(refuse(part, other, "overlap: the first ran the whole range"));
             }
             continue;
@@ -143,7 +159,10 @@ fn merge_scenario(parts: &[Part]) -> Result<(ScenarioSummary, Vec<Partition>), R
     }
     let missing: Vec<Partition> = match seen.keys().next() {
         Some(any) => (1..=any.total)
-            .map(|index| Partition { index, total: any.total })
+            .map(|index| Partition {
+                index,
+                total: any.total,
+            })
             .filter(|partition| !seen.contains_key(partition))
             .collect(),
         None => Vec::new(),
@@ -192,7 +211,9 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
     total.digest = json::digest_hex(digest);
     total.seeds_per_s = total.seeds as f64 / total.seconds.max(1e-9);
     total.steps_per_s = total.steps as f64 / total.seconds.max(1e-9);
-    let whole = parts.iter().all(|part| !part.scenario.selection.budget_spent && part.scenario.not_run == 0)
+    let whole = parts
+        .iter()
+        .all(|part| !part.scenario.selection.budget_spent && part.scenario.not_run == 0)
         && missing.is_empty()
         && total.interrupted.is_none();
     let range = total.selection.selection();
@@ -202,7 +223,11 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
         (false, _) => parts
             .iter()
             .map(|part| {
-                let share = part.scenario.selection.partition.map_or("all".to_string(), |p| p.to_string());
+                let share = part
+                    .scenario
+                    .selection
+                    .partition
+                    .map_or("all".to_string(), |p| p.to_string());
                 format!("{share}: {}", part.scenario.covered)
             })
             .collect::<Vec<_>>()

@@ -49,6 +49,22 @@ pub fn bytes(value: u64) -> String {
     }
 }
 
+/// A duration as people write it: `10m`, `1h30m`, `1m5s`, `2.5s`.
+pub fn duration(value: std::time::Duration) -> String {
+    let seconds = value.as_secs();
+    if value.subsec_millis() != 0 || seconds == 0 {
+        return format!("{}s", short(value.as_secs_f64()));
+    }
+    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let mut text = String::new();
+    for (amount, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if amount > 0 {
+            text.push_str(&format!("{amount}{unit}"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,20 +94,4 @@ mod tests {
         assert_eq!(short(456.7), "457");
         assert_eq!(short(12.34), "12.3");
     }
-}
-
-/// A duration as people write it: `10m`, `1h30m`, `1m5s`, `2.5s`.
-pub fn duration(value: std::time::Duration) -> String {
-    let seconds = value.as_secs();
-    if value.subsec_millis() != 0 || seconds == 0 {
-        return format!("{}s", short(value.as_secs_f64()));
-    }
-    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let mut text = String::new();
-    for (amount, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if amount > 0 {
-            text.push_str(&format!("{amount}{unit}"));
-        }
-    }
-    text
 }

@@ -79,7 +79,11 @@ fn check(file: &str, words: &[String]) -> Option<u64> {
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|error| panic!("{file}: `{}`: {error}", words.join(" ")));
     if let Command::Run(run) = &cli.command {
         for scenario in &run.scenarios {
-            assert!(root.join(scenario).is_file(), "{file}: {} is not a shipped file", scenario.display());
+            assert!(
+                root.join(scenario).is_file(),
+                "{file}: {} is not a shipped file",
+                scenario.display()
+            );
         }
         if let Some(dir) = &run.regressions {
             assert!(root.join(dir).is_dir(), "{file}: {}", dir.display());
@@ -93,7 +97,9 @@ fn check(file: &str, words: &[String]) -> Option<u64> {
 }
 
 fn is_crashsim(words: &[String]) -> bool {
-    words.first().is_some_and(|first| Path::new(first).file_name().is_some_and(|name| name == "crashsim"))
+    words
+        .first()
+        .is_some_and(|first| Path::new(first).file_name().is_some_and(|name| name == "crashsim"))
 }
 
 #[test]
@@ -104,10 +110,15 @@ fn the_github_workflow_runs_only_commands_the_cli_accepts() {
     let mut seen = BTreeSet::new();
     for (name, job) in jobs {
         let name = name.as_str().expect("a job name");
-        let matrix: Option<Vec<i64>> = job["strategy"]["matrix"]["partition"]
+        let matrix: Option<Vec<i64>> = job["strategy"]["matrix"]["partition"].as_vec().map(|values| {
+            values
+                .iter()
+                .map(|value| value.as_i64().expect("a job number"))
+                .collect()
+        });
+        let steps = job["steps"]
             .as_vec()
-            .map(|values| values.iter().map(|value| value.as_i64().expect("a job number")).collect());
-        let steps = job["steps"].as_vec().unwrap_or_else(|| panic!("{file}: job {name} has steps"));
+            .unwrap_or_else(|| panic!("{file}: job {name} has steps"));
         for step in steps {
             let Some(script) = step["run"].as_str() else {
                 assert!(step["uses"].as_str().is_some(), "{file}: {name}: a step runs or uses");
@@ -115,8 +126,14 @@ fn the_github_workflow_runs_only_commands_the_cli_accepts() {
             };
             for command in commands(script).into_iter().filter(|words| is_crashsim(words)) {
                 if let Some(total) = check(file, &command) {
-                    let matrix = matrix.clone().unwrap_or_else(|| panic!("{file}: {name} partitions without a matrix"));
-                    assert_eq!(matrix, (1..=total as i64).collect::<Vec<_>>(), "{file}: {name} runs every share");
+                    let matrix = matrix
+                        .clone()
+                        .unwrap_or_else(|| panic!("{file}: {name} partitions without a matrix"));
+                    assert_eq!(
+                        matrix,
+                        (1..=total as i64).collect::<Vec<_>>(),
+                        "{file}: {name} runs every share"
+                    );
                 }
                 seen.insert(format!("{name}: {}", command[1..3.min(command.len())].join(" ")));
             }
@@ -144,10 +161,15 @@ fn the_gitlab_pipeline_runs_only_commands_the_cli_accepts() {
             continue;
         };
         for line in script {
-            let line = line.as_str().unwrap_or_else(|| panic!("{file}: {name}: script lines are strings"));
+            let line = line
+                .as_str()
+                .unwrap_or_else(|| panic!("{file}: {name}: script lines are strings"));
             for command in commands(line).into_iter().filter(|words| is_crashsim(words)) {
                 // GitLab's `parallel:` gives the share through CI_NODE_INDEX/TOTAL.
-                assert!(check(file, &command).is_none(), "{file}: {name}: the share comes from the environment");
+                assert!(
+                    check(file, &command).is_none(),
+                    "{file}: {name}: the share comes from the environment"
+                );
                 seen.insert(format!("{name}: {}", command[1..3.min(command.len())].join(" ")));
             }
         }
@@ -155,7 +177,12 @@ fn the_gitlab_pipeline_runs_only_commands_the_cli_accepts() {
             assert_eq!(job["parallel"].as_i64(), Some(4), "{file}: {name} runs 4 partitions");
         }
     }
-    for expected in ["gate: run scenarios/*.toml", "nightly: run scenarios/swarm.toml", "regressions: run --regressions", "merge: report merge"] {
+    for expected in [
+        "gate: run scenarios/*.toml",
+        "nightly: run scenarios/swarm.toml",
+        "regressions: run --regressions",
+        "merge: report merge",
+    ] {
         assert!(seen.contains(expected), "{file}: no `{expected}` in {seen:?}");
     }
 }

@@ -107,7 +107,11 @@ pub(super) fn print(
         };
         println!(
             "  time budget spent: seeds {} ended (a prefix of the range {}); `{rerun}` covers them again",
-            if summary.covered.is_empty() { "none" } else { &summary.covered },
+            if summary.covered.is_empty() {
+                "none"
+            } else {
+                &summary.covered
+            },
             summary.selection.selection().range()
         );
     } else if let Some(partition) = summary.selection.partition {
@@ -138,4 +142,3 @@ pub(super) fn print(
         }
     }
 }
-

@@ -14,7 +14,7 @@ use super::sut::Choice;
 use super::workdir::WorkDir;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
-use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SelectionSummary, SeedRecord, SutSummary};
+use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SeedRecord, SelectionSummary, SutSummary};
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, Selection};
 use crate::scenario::{self, Loaded};
@@ -57,7 +57,10 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     if selection.is_empty() {
         bail!(
             "--partition {}: the range {} has no seed for this job",
-            selection.partition.map(|partition| partition.to_string()).unwrap_or_default(),
+            selection
+                .partition
+                .map(|partition| partition.to_string())
+                .unwrap_or_default(),
             selection.range()
         );
     }
@@ -121,7 +124,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         // What is left of the budget, shared by the scenarios not yet run.
         let deadline = args.time_budget.map(|budget| {
             let left = budget.saturating_sub(started.elapsed());
-            Instant::now() + left / (scenarios.len() - index) as u32
+            started + started.elapsed() + left / (scenarios.len() - index) as u32
         });
         let run = Sweeping {
             selection: &selection,
@@ -288,43 +291,50 @@ fn run_scenario(
     // a JSON line, and a failing seed's report, are written then, so a log
     // streams and an interrupted run keeps what it found.
     let deadline = run.deadline;
-    let sweep = runner::sweep(loaded, selection, jobs, options, || before(deadline), |seed, ended| {
-        let replay = replay_command(loaded, seed, &flags);
-        let line = match ended {
-            Ok(result) => {
-                if !result.ok {
-                    failed_so_far += 1;
-                    if let Some(root) = args.reports.root()
-                        && report_error.is_none()
-                    {
-                        match report::write_seed(root, result, &replay) {
-                            Ok(dir) => {
-                                report_dirs.insert(seed, dir);
+    let sweep = runner::sweep(
+        loaded,
+        selection,
+        jobs,
+        options,
+        || before(deadline),
+        |seed, ended| {
+            let replay = replay_command(loaded, seed, &flags);
+            let line = match ended {
+                Ok(result) => {
+                    if !result.ok {
+                        failed_so_far += 1;
+                        if let Some(root) = args.reports.root()
+                            && report_error.is_none()
+                        {
+                            match report::write_seed(root, result, &replay) {
+                                Ok(dir) => {
+                                    report_dirs.insert(seed, dir);
+                                }
+                                Err(error) => report_error = Some((seed, error)),
                             }
-                            Err(error) => report_error = Some((seed, error)),
                         }
                     }
+                    let replay = (!result.ok).then_some(replay);
+                    serde_json::to_string(&SeedRecord::new(result, replay))
                 }
-                let replay = (!result.ok).then_some(replay);
-                serde_json::to_string(&SeedRecord::new(result, replay))
+                Err(error) => {
+                    errors_so_far += 1;
+                    serde_json::to_string(&ErrorRecord::new(&loaded.label(), seed, error, replay))
+                }
+            };
+            if !human {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "{}", line.expect("records serialise"));
+                let _ = out.flush();
             }
-            Err(error) => {
-                errors_so_far += 1;
-                serde_json::to_string(&ErrorRecord::new(&loaded.label(), seed, error, replay))
-            }
-        };
-        if !human {
-            let mut out = stdout.lock();
-            let _ = writeln!(out, "{}", line.expect("records serialise"));
-            let _ = out.flush();
-        }
-        bar.set_message(match (failed_so_far, errors_so_far) {
-            (0, 0) => String::new(),
-            (failed, 0) => format!("{failed} failed"),
-            (failed, errors) => format!("{failed} failed, {errors} errors"),
-        });
-        bar.inc(1);
-    });
+            bar.set_message(match (failed_so_far, errors_so_far) {
+                (0, 0) => String::new(),
+                (failed, 0) => format!("{failed} failed"),
+                (failed, errors) => format!("{failed} failed, {errors} errors"),
+            });
+            bar.inc(1);
+        },
+    );
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if let Some((seed, error)) = report_error {

@@ -40,8 +40,8 @@ use crate::check::Snapshot;
 use crate::runner::SeedResult;
 use crate::trace::TraceEvent;
 use facts::Facts;
-pub use text::esc;
 use text::Esc;
+pub use text::esc;
 
 /// What every section reads.
 struct Page<'a> {
