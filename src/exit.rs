@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |------|---------|
 //! | 0    | every seed passed: every invariant held |
-//! | 1    | a finding: an invariant of the store was violated (or a replay did not reproduce, or under `--require-fired` a declared fault never fired); errors may have happened too |
+//! | 1    | a finding: an invariant of the store was violated (or a replay did not reproduce, or under `--require-fired` a declared fault never fired, or under `bench --baseline` a ratio regressed); errors may have happened too |
 //! | 2    | an error and no finding: bad input (unknown scenario key, bad ratio, missing file, bad flag), or a seed that could not be judged (a full disk, an I/O error, a budget that ended before liveness could be judged, a broken adapter, crashsim's own failure) |
 //! | 130  | interrupted by SIGINT (128 + 2) and no finding: the partial summary and reports were written |
 //! | 143  | interrupted by SIGTERM (128 + 15), likewise |

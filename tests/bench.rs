@@ -91,8 +91,13 @@ fn quick_runs_end_to_end_and_prints_one_json_object() {
         "json",
         "--report",
         reports.to_str().unwrap(),
+        "--save-baseline",
+        dir.path().join("reports/baseline.json").to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let baseline: Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("baseline.json")).unwrap()).unwrap();
+    assert_eq!(baseline["schema_version"], 1);
     let record: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
     check_schema(&record);
     assert_eq!(record["rounds"], 2);
@@ -126,6 +131,28 @@ fn bad_input_exits_2_with_a_message() {
     let output = crashsim(&["bench", "--sample-ms", "0"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--sample-ms"), "{}", stderr(&output));
+    // The regression gate's input is read before anything runs.
+    let output = crashsim(&["bench", "--baseline", "/nonexistent/baseline.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("/nonexistent/baseline.json"),
+        "{}",
+        stderr(&output)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, r#"{"schema_version": 99}"#).unwrap();
+    let output = crashsim(&["bench", "--baseline", newer.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("schema_version 99"), "{}", stderr(&output));
+    let output = crashsim(&[
+        "bench",
+        "--baseline",
+        newer.to_str().unwrap(),
+        "--max-regression",
+        "150%",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
 
 #[test]

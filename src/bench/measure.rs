@@ -92,10 +92,31 @@ impl Spread {
     }
 }
 
+/// The median absolute deviation of `values` divided by their median: a
+/// relative spread (0.05 = half the values lie within ±5% of the median,
+/// for a symmetric spread). 0 for no values or a median of 0.
+///
+/// Why this and not a standard deviation or half the interquartile range:
+/// a round that a neighbour's burst of I/O slowed tenfold moves it no more
+/// than any other outlier (half the rounds would have to be hit before it
+/// breaks down, a quarter for the IQR), and it needs no quartile
+/// convention, which with 5–20 rounds would move the result.
+pub fn relative_mad(values: &[f64]) -> f64 {
+    let median = Spread::of(values).median;
+    if median == 0.0 || !median.is_finite() {
+        return 0.0;
+    }
+    let deviations: Vec<f64> = values.iter().map(|value| (value - median).abs()).collect();
+    Spread::of(&deviations).median / median.abs()
+}
+
 /// One configuration over all its rounds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     pub rounds: usize,
+    /// Appends per second of each round, in round order: paired with the
+    /// limit's of the same round, they give the per-round ratios.
+    pub appends_per_s_rounds: Vec<f64>,
     /// Per round, then median / min / max.
     pub appends_per_s: Spread,
     pub commits_per_s: Spread,
@@ -121,6 +142,7 @@ impl Summary {
         Summary {
             rounds: samples.len(),
             appends_per_s: Spread::of(&appends_per_s),
+            appends_per_s_rounds: appends_per_s,
             commits_per_s: Spread::of(&commits_per_s),
             appends: samples.iter().map(|s| s.appends).sum(),
             commits: samples.iter().map(|s| s.commits).sum(),
@@ -168,6 +190,10 @@ mod tests {
         );
         assert_eq!(Spread::of(&[4.0, 1.0, 2.0, 3.0]).median, 2.5);
         assert_eq!(Spread::of(&[]), Spread::default());
+        // Deviations from 2.0: 1, 0, 0, 8 → median 0.5.
+        assert_eq!(relative_mad(&[1.0, 2.0, 2.0, 10.0]), 0.25);
+        assert_eq!(relative_mad(&[0.8, 0.8, 0.8]), 0.0);
+        assert_eq!(relative_mad(&[]), 0.0);
         let values: Vec<u64> = (1..=100).collect();
         assert_eq!(percentile(&values, 0.50), 50);
         assert_eq!(percentile(&values, 0.99), 99);
@@ -192,6 +218,7 @@ mod tests {
             sample(200, 20, 1000, 9),
         ]);
         assert_eq!(summary.rounds, 3);
+        assert_eq!(summary.appends_per_s_rounds, [100.0, 300.0, 200.0], "in round order");
         assert_eq!(summary.appends_per_s.median, 200.0);
         assert_eq!(summary.commits_per_s.min, 10.0);
         assert_eq!(summary.appends_per_commit(), 10.0);

@@ -21,13 +21,21 @@
 //!   syncs happen in another process, so they are unknown, never 0.
 //! - `run`: rounds × configurations; `report`: JSON, tables, files;
 //!   `sut_record`: the outside store's part of them; `chart`: the SVG.
+//! - `baseline`: each configuration's ratio to the limit and its noise, saved
+//!   (`--save-baseline`) and read back (`--baseline`); `gate`: the pure
+//!   comparison of a run with a baseline, the regression verdict and its
+//!   table; `plant`: the extra sync `--plant-slowdown` adds, to show the
+//!   gate failing for real.
 //!
 //! Wall-clock time is fine here: the bench reports, it never steers a
 //! simulation. Timings are never asserted in tests.
 
+pub mod baseline;
 pub mod chart;
+pub mod gate;
 pub mod measure;
 pub mod plan;
+pub mod plant;
 pub mod raw;
 pub mod report;
 pub mod run;

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::chart;
+use super::gate::{self, Gate};
+use super::measure::{Spread, relative_mad};
 use super::plan::LIMIT;
 use super::run::Measured;
 use super::sut_record::{SutIdentity, SutRecord};
@@ -56,8 +58,17 @@ pub struct ConfigRecord {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// `appends_per_s` ÷ the limit's (`raw_overwrite_fsync_4k`) in this run.
+    /// The median over the rounds of this round's appends/s ÷ the limit's
+    /// (`raw_overwrite_fsync_4k`) in the same round: each configuration is
+    /// paired with the disk as it was while it ran.
     pub ratio_to_limit: f64,
+    /// The per-round ratios `ratio_to_limit` is the median of, in round order.
+    #[serde(default)]
+    pub ratios_to_limit: Vec<f64>,
+    /// Their relative spread: median absolute deviation ÷ median
+    /// (`measure::relative_mad`); the noise `--baseline` allows for.
+    #[serde(default)]
+    pub ratio_noise: f64,
     pub commits: u64,
     /// Transactions that failed (busy timeouts); excluded from the rates.
     pub errors: u64,
@@ -75,9 +86,14 @@ pub struct Target {
     pub met: bool,
 }
 
+/// The version of `bench.json`'s layout; a change that would mislead an
+/// old reader bumps it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Everything one `crashsim bench` measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchRecord {
+    pub schema_version: u32,
     #[serde(flatten)]
     pub context: Context,
     pub configs: Vec<ConfigRecord>,
@@ -85,19 +101,22 @@ pub struct BenchRecord {
     /// The outside store measured (`--sut`), with its ratios; `null` without one.
     #[serde(default)]
     pub sut: Option<SutRecord>,
+    /// The comparison with `--baseline`; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
 }
 
 impl BenchRecord {
     pub fn new(context: Context, measured: &[Measured], sut: Option<SutIdentity>) -> BenchRecord {
-        let limit = measured
+        let limit: &[f64] = measured
             .iter()
             .find(|m| m.config.name == LIMIT)
-            .map(|m| m.summary.appends_per_s.median)
-            .unwrap_or(0.0);
+            .map_or(&[], |m| &m.summary.appends_per_s_rounds);
         let configs: Vec<ConfigRecord> = measured
             .iter()
             .map(|m| {
                 let s = &m.summary;
+                let ratios = ratios_to(&s.appends_per_s_rounds, limit);
                 ConfigRecord {
                     name: m.config.name.clone(),
                     description: m.config.description.clone(),
@@ -114,11 +133,9 @@ impl BenchRecord {
                     p50_us: s.p50_us,
                     p99_us: s.p99_us,
                     max_us: s.max_us,
-                    ratio_to_limit: if limit > 0.0 {
-                        s.appends_per_s.median / limit
-                    } else {
-                        0.0
-                    },
+                    ratio_to_limit: Spread::of(&ratios).median,
+                    ratio_noise: relative_mad(&ratios),
+                    ratios_to_limit: ratios,
                     commits: s.commits,
                     errors: s.errors,
                     note: m.note.clone(),
@@ -128,16 +145,28 @@ impl BenchRecord {
         let targets = targets(&configs);
         let sut = sut.map(|identity| SutRecord::new(identity, &configs));
         BenchRecord {
+            schema_version: SCHEMA_VERSION,
             context,
             configs,
             targets,
             sut,
+            gate: None,
         }
     }
 
     pub fn config(&self, name: &str) -> Option<&ConfigRecord> {
         self.configs.iter().find(|config| config.name == name)
     }
+}
+
+/// Each round's rate ÷ the limit's in the same round (0 where the limit's
+/// is 0); as many as both have.
+fn ratios_to(rates: &[f64], limit: &[f64]) -> Vec<f64> {
+    rates
+        .iter()
+        .zip(limit)
+        .map(|(rate, limit)| if *limit > 0.0 { rate / limit } else { 0.0 })
+        .collect()
 }
 
 /// The targets whose configurations were measured.
@@ -161,7 +190,7 @@ fn targets(configs: &[ConfigRecord]) -> Vec<Target> {
     at_least(
         "append_full_vs_limit",
         "append_full ÷ raw_overwrite_fsync_4k ≥ 0.9",
-        ratio("append_full", LIMIT),
+        find("append_full").map(|config| config.ratio_to_limit),
         0.9,
     );
     at_least(
@@ -249,33 +278,38 @@ fn context_line(record: &BenchRecord) -> String {
     )
 }
 
-/// The terminal table, the context line and the targets.
-pub fn table(record: &BenchRecord) -> String {
-    let rows: Vec<[String; 9]> = record.configs.iter().map(row).collect();
-    let mut widths = HEADERS.map(|header| header.chars().count());
-    for row in &rows {
+/// Rows of cells as aligned text lines: the first column left-aligned, the
+/// others right-aligned, two spaces apart.
+pub(super) fn aligned(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        widths.resize(widths.len().max(row.len()), 0);
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        let mut text = String::new();
-        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            let pad = width - cell.chars().count();
+    let mut text = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(width - cell.chars().count());
             if index == 0 {
-                let _ = write!(text, "{cell}{}", " ".repeat(pad));
+                let _ = write!(line, "{cell}{pad}");
             } else {
-                let _ = write!(text, "  {}{cell}", " ".repeat(pad));
+                let _ = write!(line, "  {pad}{cell}");
             }
         }
-        text.trim_end().to_string()
-    };
-    let mut text = format!("{}\n", context_line(record));
-    let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
-    let _ = writeln!(text, "{}", line(&headers));
-    for row in &rows {
-        let _ = writeln!(text, "{}", line(row));
+        let _ = writeln!(text, "{}", line.trim_end());
     }
+    text
+}
+
+/// The terminal table, the context line and the targets.
+pub fn table(record: &BenchRecord) -> String {
+    let mut lines = vec![HEADERS.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    lines.extend(record.configs.iter().map(|config| row(config).to_vec()));
+    let mut text = format!("{}\n", context_line(record));
+    text.push_str(&aligned(&lines));
     let errors: u64 = record.configs.iter().map(|config| config.errors).sum();
     if errors > 0 {
         let _ = writeln!(
@@ -291,6 +325,9 @@ pub fn table(record: &BenchRecord) -> String {
         for line in sut.lines() {
             let _ = writeln!(text, "{line}");
         }
+    }
+    if let Some(gate) = &record.gate {
+        text.push_str(&gate::table(gate));
     }
     text
 }
@@ -315,7 +352,7 @@ pub fn markdown(record: &BenchRecord) -> String {
         let _ = writeln!(text, "| {} |", cells.join(" | "));
     }
     text.push_str("\nMedians over the rounds, min–max of the per-round rates; latencies pooled over every round. ");
-    text.push_str("fsyncs are counted by the VFS (file and directory syncs); × limit is appends/s ÷ `raw_overwrite_fsync_4k`'s.\n");
+    text.push_str("fsyncs are counted by the VFS (file and directory syncs); × limit is the median over the rounds of appends/s ÷ `raw_overwrite_fsync_4k`'s in the same round.\n");
     for line in notes(record) {
         let _ = writeln!(text, "\nNote: {line}");
     }
@@ -333,6 +370,9 @@ pub fn markdown(record: &BenchRecord) -> String {
         for line in sut.lines() {
             let _ = writeln!(text, "- {line}");
         }
+    }
+    if let Some(gate) = &record.gate {
+        text.push_str(&gate::markdown(gate));
     }
     text.push_str("\n![throughput and p99 by configuration](bench.svg)\n");
     text
@@ -387,6 +427,9 @@ pub(crate) mod tests {
                 Measured {
                     summary: Summary {
                         rounds: 5,
+                        // Every configuration moves with the limit, round by
+                        // round (factors exact in binary, so ratios are too).
+                        appends_per_s_rounds: [1.0, 0.5, 1.5, 0.75, 1.25].map(|k| rate * k).to_vec(),
                         appends_per_s: spread(rate),
                         commits_per_s: spread(rate / 2.0),
                         appends: 2 * 5 * index as u64 + 2,
@@ -435,10 +478,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_ratio_is_the_median_of_per_round_ratios_not_a_ratio_of_medians() {
+        let measured = |config: plan::Config, rounds: Vec<f64>| Measured {
+            config,
+            summary: Summary {
+                appends_per_s: Spread::of(&rounds),
+                appends_per_s_rounds: rounds,
+                ..Summary::default()
+            },
+            note: None,
+        };
+        let all = plan::all();
+        let runs = [
+            measured(all[0].clone(), vec![100.0, 200.0, 400.0]),
+            // Slowed in round 2 only, while the limit was fast.
+            measured(all[5].clone(), vec![80.0, 50.0, 320.0]),
+        ];
+        let record = BenchRecord::new(record().context, &runs, None);
+        let config = &record.configs[1];
+        assert_eq!(config.ratios_to_limit, [0.8, 0.25, 0.8]);
+        assert_eq!(config.ratio_to_limit, 0.8, "the median of 0.8, 0.25, 0.8");
+        assert_eq!(config.ratio_noise, 0.0, "two of three rounds agree exactly");
+        assert_eq!(record.configs[0].ratios_to_limit, [1.0; 3]);
+        assert_eq!(record.schema_version, SCHEMA_VERSION);
+    }
+
+    #[test]
     fn the_json_record_round_trips_with_the_documented_keys() {
         for record in [record(), record_with_sut()] {
             let json = serde_json::to_value(&record).unwrap();
             for key in [
+                "schema_version",
                 "git_commit",
                 "sqlite_version",
                 "filesystem",

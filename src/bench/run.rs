@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::measure::{Budget, Sample, Summary};
 use super::plan::{Config, Kind};
-use super::{raw, sqlite, sut, threads};
+use super::{plant, raw, sqlite, sut, threads};
 use crate::adapter::Adapter;
 use crate::store::StoreError;
 use crate::vfs::{CountingVfs, VfsError};
@@ -24,6 +24,9 @@ pub struct Options {
     pub budget: Budget,
     /// The outside store (`--sut`) the `sut_*` configurations measure.
     pub sut: Option<Arc<Adapter>>,
+    /// The configuration that gets one extra sync per append
+    /// (`--plant-slowdown`, checked by `plant::check`): a demonstration aid.
+    pub plant_slowdown: Option<String>,
 }
 
 /// The default rounds of a full run. Many short samples rather than a few
@@ -137,16 +140,20 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
         fixtures.push((dir, fixture));
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); options.configs.len()];
+    let planted = |config: &Config| options.plant_slowdown.as_deref() == Some(config.name.as_str());
     for round in 0..options.rounds {
         for ((config, (dir, fixture)), samples) in options.configs.iter().zip(&mut fixtures).zip(&mut samples) {
             progress(round, config);
-            samples.push(sample(config, dir, fixture, &vfs, options.budget)?);
+            samples.push(sample(config, dir, fixture, &vfs, options.budget, planted(config))?);
         }
     }
-    let notes: Vec<Option<String>> = fixtures
+    let notes: Vec<Option<String>> = options
+        .configs
         .iter()
-        .map(|(_, fixture)| match fixture {
+        .zip(&fixtures)
+        .map(|(config, (_, fixture))| match fixture {
             Fixture::Sut(session) => session.note.clone(),
+            _ if planted(config) => Some(plant::NOTE.to_string()),
             _ => None,
         })
         .collect();
@@ -180,6 +187,7 @@ fn sample(
     fixture: &mut Fixture,
     vfs: &CountingVfs,
     budget: Budget,
+    planted: bool,
 ) -> Result<Sample, BenchError> {
     let io = |error| BenchError::Io {
         config: config.name.clone(),
@@ -199,7 +207,7 @@ fn sample(
         Kind::RawWalFrames { frames } => raw::wal_frames_fsync(dir, frames, budget).map_err(io),
         Kind::RawAppendFdatasync { bytes } => raw::append_fdatasync(dir, bytes, budget).map_err(io),
         Kind::Append { synchronous, commands } => {
-            sqlite::append(dir, vfs, budget, synchronous, commands).map_err(store)
+            sqlite::append(dir, vfs, budget, synchronous, commands, planted).map_err(store)
         }
         Kind::Batch { appends } => sqlite::batch(dir, vfs, budget, appends).map_err(store),
         Kind::Groups { members } => sqlite::groups(dir, vfs, budget, members).map_err(store),

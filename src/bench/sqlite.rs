@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use super::measure::{Budget, Sample, timed_loop};
+use super::plant;
 use crate::model::Command;
 use crate::store::group_commit::batch::{EventAppend, Transaction, commit_group};
 use crate::store::reference::ReferenceStore;
@@ -92,12 +93,15 @@ fn counted(vfs: &CountingVfs, run: impl FnOnce() -> Result<Sample>) -> Result<Sa
 }
 
 /// One event (and `commands` outbox rows) per transaction on one connection.
+/// With `planted`, one extra commit after each (`plant`: a demonstration
+/// aid for the regression gate).
 pub fn append(
     dir: &Path,
     vfs: &CountingVfs,
     budget: Budget,
     synchronous: Synchronous,
     commands: usize,
+    planted: bool,
 ) -> Result<Sample> {
     const WORKFLOW: &str = "bench-append";
     let path = database(dir, vfs)?;
@@ -106,6 +110,9 @@ pub fn append(
     let mut head = events::last_seq(store.conn(), WORKFLOW)?;
     let mut append = || -> Result<u64> {
         head = store.append_with_commands(WORKFLOW, head, KIND, PAYLOAD, &commands)?.0;
+        if planted {
+            plant::extra_commit(store.conn(), head)?;
+        }
         Ok(1)
     };
     for _ in 0..budget.warmup_ops {
@@ -233,14 +240,14 @@ mod tests {
     fn single_appends_cost_one_sync_under_full_and_none_under_off() {
         let dir = tempfile::tempdir().unwrap();
         let vfs = vfs();
-        let full = append(dir.path(), &vfs, BUDGET, Synchronous::Full, 3).unwrap();
+        let full = append(dir.path(), &vfs, BUDGET, Synchronous::Full, 3, false).unwrap();
         assert_eq!(full.appends, full.commits);
         // A checkpoint may land in the window: two more syncs.
         assert!(
             full.fsyncs >= full.commits && full.fsyncs <= full.commits + 2,
             "{full:?}"
         );
-        let off = append(dir.path(), &vfs, BUDGET, Synchronous::Off, 0).unwrap();
+        let off = append(dir.path(), &vfs, BUDGET, Synchronous::Off, 0, false).unwrap();
         assert_eq!(off.fsyncs, 0, "{off:?}");
         let store = open(&dir.path().join("store.db"), Synchronous::Full, &vfs).unwrap();
         let head = events::last_seq(store.conn(), "bench-append").unwrap();
@@ -257,6 +264,26 @@ mod tests {
     }
 
     #[test]
+    fn a_planted_slowdown_adds_one_counted_sync_per_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = vfs();
+        let planted = append(dir.path(), &vfs, BUDGET, Synchronous::Full, 0, true).unwrap();
+        let syncs = 2 * planted.commits;
+        // A checkpoint may land in the window: two more syncs, at most twice.
+        assert!(planted.fsyncs >= syncs && planted.fsyncs <= syncs + 4, "{planted:?}");
+        let store = open(&dir.path().join("store.db"), Synchronous::Full, &vfs).unwrap();
+        let version: u64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(
+            version,
+            planted.appends + 3,
+            "one extra commit per append, warm-up's too"
+        );
+    }
+
+    #[test]
     fn the_steady_state_wal_is_kept_at_full_size() {
         let dir = tempfile::tempdir().unwrap();
         let vfs = vfs();
@@ -264,7 +291,7 @@ mod tests {
         let wal = dir.path().join("store.db-wal");
         let size = std::fs::metadata(&wal).unwrap().len();
         assert!(size >= WAL_BYTES as u64, "{size}");
-        append(dir.path(), &vfs, BUDGET, Synchronous::Full, 0).unwrap();
+        append(dir.path(), &vfs, BUDGET, Synchronous::Full, 0, false).unwrap();
         assert_eq!(
             std::fs::metadata(&wal).unwrap().len(),
             size,

@@ -3,9 +3,14 @@
 //! `reports/bench/`. With `--sut CMD`, an outside store's append path and
 //! the protocol's own cost, in the same run.
 //!
+//! With `--baseline FILE`, each configuration's ratio to the limit is
+//! compared with a stored baseline (`--save-baseline` writes one): exit
+//! code 1 when one fell by more than `--max-regression` beyond the noise,
+//! the bench's one verdict (`bench::gate`).
+//!
 //! Every failure is exit code 2, an outside store's included (a command
 //! that is no adapter, one that serves no store, one that fails during the
-//! bench): a bench measures, it gives no verdict.
+//! bench), and so is a baseline that cannot be used, before anything runs.
 
 use std::sync::Arc;
 
@@ -14,10 +19,11 @@ use anyhow::{Context as _, bail};
 use super::sut::Choice;
 use super::{BenchArgs, Format, ModeArg};
 use crate::adapter::Adapter;
+use crate::bench::baseline::Baseline;
 use crate::bench::report::{self, BenchRecord, Context};
 use crate::bench::run::{QUICK_ROUNDS, ROUNDS};
 use crate::bench::sut_record::SutIdentity;
-use crate::bench::{Budget, Options, plan};
+use crate::bench::{Budget, Options, gate, plan, plant};
 use crate::exit::Exit;
 use crate::platform;
 use crate::vfs::counting::default_vfs_name;
@@ -28,6 +34,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         bail!("--rounds must be at least 1");
     }
     let configs = plan::select(&args.only, args.sut.sut.is_some()).map_err(anyhow::Error::msg)?;
+    if let Some(name) = &args.plant_slowdown {
+        plant::check(name, &configs).map_err(anyhow::Error::msg)?;
+    }
+    // Read before anything runs: a baseline that cannot be used is bad input.
+    let baseline = args.baseline.as_deref().map(Baseline::load).transpose()?;
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -64,6 +75,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         rounds,
         budget,
         sut: sut.clone(),
+        plant_slowdown: args.plant_slowdown.clone(),
     };
     let human = args.format == Format::Human;
     if human {
@@ -82,6 +94,9 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
                 identity(adapter).describe()
             );
         }
+        if let Some(name) = &options.plant_slowdown {
+            println!("bench: {name}: {}", plant::NOTE);
+        }
     }
 
     let bar = super::output::progress_bar(
@@ -96,7 +111,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
     })?;
     bar.finish_and_clear();
 
-    let record = BenchRecord::new(
+    let mut record = BenchRecord::new(
         Context {
             git_commit: platform::git_commit().to_string(),
             sqlite_version: platform::sqlite_version().to_string(),
@@ -111,6 +126,15 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         &measured,
         sut.as_deref().map(identity),
     );
+    if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
+        let now = Baseline::from_record(&record);
+        record.gate = Some(gate::compare(
+            &path.display().to_string(),
+            baseline,
+            &now,
+            args.max_regression,
+        ));
+    }
     let written = if args.no_report {
         None
     } else {
@@ -119,6 +143,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
                 .with_context(|| format!("writing the bench report under {}", args.report.display()))?,
         )
     };
+    if let Some(path) = &args.save_baseline {
+        Baseline::from_record(&record)
+            .save(path)
+            .with_context(|| format!("--save-baseline {}", path.display()))?;
+    }
     if human {
         print!("{}", report::table(&record));
         if let Some(dir) = written {
@@ -127,10 +156,16 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
                 dir.display()
             );
         }
+        if let Some(path) = &args.save_baseline {
+            println!("note: baseline written to {}", path.display());
+        }
     } else {
         println!("{}", serde_json::to_string(&record).expect("records serialise"));
     }
-    Ok(Exit::Pass)
+    Ok(match &record.gate {
+        Some(gate) if !gate.passed => Exit::Violation,
+        _ => Exit::Pass,
+    })
 }
 
 /// The adapter `--sut` names, once its handshake says it serves a store.

@@ -415,6 +415,30 @@ pub struct BenchArgs {
     /// Write no report files.
     #[arg(long)]
     pub no_report: bool,
+    /// Write a baseline of this run to FILE: each configuration's ratio to
+    /// the limit, its per-round ratios and their noise (for --baseline).
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+    /// Compare each configuration's ratio to the limit with the baseline in
+    /// FILE (from --save-baseline): exit 1 when one fell by more than
+    /// --max-regression beyond the noise the two runs measured.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// How far a ratio may fall below the baseline's, beyond the noise,
+    /// before the run fails: `10%` or `10`.
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value = "10%",
+        value_parser = crate::bench::gate::parse_threshold,
+        requires = "baseline"
+    )]
+    pub max_regression: f64,
+    /// A demonstration aid for the gate: CONFIG (an `append_*_full`
+    /// configuration) commits once more, so syncs once more, per append, in
+    /// the bench's own loop only (`bench::plant`). Never saved as a baseline.
+    #[arg(long, hide = true, value_name = "CONFIG", conflicts_with = "save_baseline")]
+    pub plant_slowdown: Option<String>,
 }
 
 fn parse_seed_arg(text: &str) -> Result<u64, String> {
