@@ -250,3 +250,63 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
     total.missing_partitions = missing.to_vec();
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::json::SelectionSummary;
+    use crate::runner::Selection;
+
+    fn part(k: u64, n: u64, commit: &str) -> Part {
+        let loaded = crate::scenario::builtin::find(std::path::Path::new("contention"))
+            .expect("built in")
+            .load()
+            .expect("loads");
+        let mut scenario = ScenarioSummary::of(&loaded, "reference", &[], 1.0, &[], |_| String::new());
+        let partition = (n > 1).then_some(Partition { index: k, total: n });
+        let selection = Selection {
+            start: 0,
+            count: Some(8),
+            partition,
+        };
+        scenario.selection = SelectionSummary::new(&selection, None);
+        let mut run = RunSummary::new(
+            std::slice::from_ref(&scenario),
+            1.0,
+            1,
+            "in-process",
+            "/tmp".as_ref(),
+            "tmpfs",
+        );
+        run.git_commit = commit.to_string();
+        Part {
+            file: PathBuf::from(format!("part{k}/contention/summary.json")),
+            seed_root: PathBuf::from(format!("part{k}/contention")),
+            run,
+            scenario,
+        }
+    }
+
+    #[test]
+    fn shares_of_one_run_merge_and_the_missing_ones_are_named() {
+        let merged = merge(vec![part(1, 3, "abc"), part(3, 3, "abc")]).expect("merges");
+        assert_eq!(merged.missing["contention"], [Partition { index: 2, total: 3 }]);
+        assert_eq!(merged.scenarios[0].parts.len(), 2);
+        assert_eq!(merged.scenarios[0].missing_partitions.len(), 1);
+    }
+
+    #[test]
+    fn other_commits_other_splits_and_overlaps_are_refused() {
+        let refused = |parts: Vec<Part>| merge(parts).expect_err("refused").to_string();
+        assert!(refused(vec![part(1, 2, "abc"), part(2, 2, "def")]).contains("different crashsim commits"));
+        assert!(refused(vec![part(1, 2, "abc"), part(2, 3, "abc")]).contains("split the range differently"));
+        assert!(refused(vec![part(1, 2, "abc"), part(1, 2, "abc")]).contains("overlap"));
+        assert!(refused(vec![part(1, 1, "abc"), part(2, 2, "abc")]).contains("overlap"));
+        let mut other = part(2, 2, "abc");
+        other.scenario.scenario_hash = "0000000000000000".into();
+        assert!(refused(vec![part(1, 2, "abc"), other]).contains("different scenarios"));
+        let mut range = part(2, 2, "abc");
+        range.scenario.selection.seeds = Some(9);
+        assert!(refused(vec![part(1, 2, "abc"), range]).contains("different ranges"));
+    }
+}
