@@ -184,6 +184,9 @@ pub struct ScenarioSummary {
     pub seeds_per_s: f64,
     pub steps: u64,
     pub steps_per_s: f64,
+    /// Actor steps per seed with a verdict: the simulator's work per seed.
+    #[serde(default)]
+    pub steps_per_seed: f64,
     /// Failing seeds per invariant.
     pub violations_by_invariant: BTreeMap<String, u64>,
     pub kills: BTreeMap<String, KillCount>,
@@ -282,6 +285,7 @@ impl ScenarioSummary {
             seeds_per_s: results.len() as f64 / seconds.max(1e-9),
             steps,
             steps_per_s: steps as f64 / seconds.max(1e-9),
+            steps_per_seed: steps as f64 / results.len().max(1) as f64,
             violations_by_invariant: by_invariant,
             kills: kills(&counters),
             never_fired,

@@ -52,13 +52,13 @@ pub fn run(summary: &RunSummary) -> String {
         );
     }
     text.push_str(
-        "| scenario | store | seeds | passed | failed | errors | not run | seeds/s | steps/s |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | store | seeds | passed | failed | errors | not run | seeds/s | steps/s | steps/seed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for scenario in &summary.scenarios {
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.0} |",
             scenario.scenario,
             scenario.store,
             scenario.seeds,
@@ -67,7 +67,8 @@ pub fn run(summary: &RunSummary) -> String {
             scenario.errored,
             scenario.not_run,
             scenario.seeds_per_s,
-            scenario.steps_per_s
+            scenario.steps_per_s,
+            scenario.steps_per_seed
         );
     }
     for scenario in &summary.scenarios {

@@ -211,6 +211,7 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
     total.digest = json::digest_hex(digest);
     total.seeds_per_s = total.seeds as f64 / total.seconds.max(1e-9);
     total.steps_per_s = total.steps as f64 / total.seconds.max(1e-9);
+    total.steps_per_seed = total.steps as f64 / total.seeds.max(1) as f64;
     let whole = parts
         .iter()
         .all(|part| !part.scenario.selection.budget_spent && part.scenario.not_run == 0)

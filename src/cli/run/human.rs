@@ -81,12 +81,13 @@ pub(super) fn print(
         ended.push_str(&format!(", {} not run", thousands(summary.not_run)));
     }
     println!(
-        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s): {ended}",
+        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s, {} steps/seed): {ended}",
         summary.scenario,
         thousands(summary.seeds),
         summary.seconds,
         number::short(summary.seeds_per_s),
         number::short(summary.steps_per_s),
+        number::short(summary.steps_per_seed),
     );
     if let Some(signal) = &summary.interrupted {
         println!(
