@@ -188,16 +188,7 @@ impl fmt::Display for RunOutcome {
             "{}: {} {seeds}: {} passed, {} failed",
             summary.scenario, summary.seeds, summary.passed, summary.failed
         )?;
-        if summary.violations_by_invariant.is_empty() {
-            write!(f, "; invariants: all held (I1-I8, I9 integrity, I10)")
-        } else {
-            let parts: Vec<String> = summary
-                .violations_by_invariant
-                .iter()
-                .map(|(invariant, seeds)| format!("{invariant} in {seeds} seed(s)"))
-                .collect();
-            write!(f, "; violations: {}", parts.join(", "))
-        }
+        write!(f, "; {}", summary.verdicts())
     }
 }
 

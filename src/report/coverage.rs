@@ -53,13 +53,17 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    /// The coverage of `results`, seeds of `scenario` run against a store
-    /// that cannot reach `unreachable`.
-    pub fn of(scenario: &Scenario, results: &[SeedResult], unreachable: &[KillPoint]) -> Coverage {
+    /// The coverage of `results`, seeds of `scenario` whose kill counters
+    /// add up to `kills`, run against a store that cannot reach `unreachable`.
+    pub fn of(
+        scenario: &Scenario,
+        results: &[SeedResult],
+        kills: &KillCounters,
+        unreachable: &[KillPoint],
+    ) -> Coverage {
         let declared_points = scenario.faults.declared();
         let declared_faults = coverage::declared_faults(scenario);
         let required = coverage::required(scenario, unreachable);
-        let mut kills = KillCounters::default();
         let mut coverage = Coverage::default();
         for kind in coverage::FAULTS {
             let declared = declared_faults.contains(kind);
@@ -77,7 +81,6 @@ impl Coverage {
             coverage.invariants.insert(invariant, entry);
         }
         for result in results {
-            kills.add(&result.kills);
             for (kind, fired) in coverage::fired(&result.injected) {
                 let entry = coverage.faults.entry(kind.to_string()).or_default();
                 entry.fired += fired;

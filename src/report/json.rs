@@ -290,7 +290,7 @@ impl ScenarioSummary {
             kills: kills(&counters),
             never_fired,
             unreachable: unreachable.iter().map(|point| point.name().to_string()).collect(),
-            coverage: Coverage::of(&loaded.scenario, results, unreachable),
+            coverage: Coverage::of(&loaded.scenario, results, &counters, unreachable),
             require_fired: false,
             sut: None,
             failing_seeds: failing,
@@ -300,8 +300,8 @@ impl ScenarioSummary {
             covered: ranges(results.iter().map(|result| result.seed)),
             // The span of the seeds given; `run` sets what it was asked for.
             selection: SelectionSummary::new(&span(results), None),
-            digest: hex16(results.iter().fold([0; 8], |digest, result| {
-                xor(digest, seed_digest(result.seed, &result.trace_hash, result.ok))
+            digest: digest_hex(results.iter().fold(0, |digest, result| {
+                digest ^ seed_digest(result.seed, &result.trace_hash, result.ok)
             })),
             interrupted: None,
             parts: Vec::new(),
@@ -316,12 +316,26 @@ impl ScenarioSummary {
         self
     }
 
+    /// What the invariants said, in one line: "invariants: all held (…)" or
+    /// "violations: I2 in 3 seed(s), …" (the CLI's and the harness's).
+    pub fn verdicts(&self) -> String {
+        if self.violations_by_invariant.is_empty() {
+            return "invariants: all held (I1-I8, I9 integrity, I10)".to_string();
+        }
+        let parts: Vec<String> = self
+            .violations_by_invariant
+            .iter()
+            .map(|(invariant, seeds)| format!("{invariant} in {seeds} seed(s)"))
+            .collect();
+        format!("violations: {}", parts.join(", "))
+    }
+
     /// Adds the seeds that ended with an error, and those that did not run.
     pub fn with_errors(mut self, errors: Vec<ErrorRecord>, not_run: u64, covered: String) -> ScenarioSummary {
-        let digest = errors.iter().fold(unhex16(&self.digest), |digest, error| {
-            xor(digest, seed_digest(error.seed, error.error.kind.name(), false))
+        let digest = errors.iter().fold(digest_of(&self.digest), |digest, error| {
+            digest ^ seed_digest(error.seed, error.error.kind.name(), false)
         });
-        self.digest = hex16(digest);
+        self.digest = digest_hex(digest);
         self.errored = errors.len() as u64;
         self.errors = errors;
         self.not_run = not_run;
@@ -344,56 +358,31 @@ fn span(results: &[SeedResult]) -> Selection {
 /// SHA-256 (16 hex digits) of a scenario as loaded, defaults filled in.
 pub fn scenario_hash(scenario: &crate::scenario::Scenario) -> String {
     let text = serde_json::to_string(scenario).expect("scenarios serialise");
-    hex16(first8(&Sha256::digest(text.as_bytes())))
+    crate::store::service::hex16(&Sha256::digest(text.as_bytes()))
 }
 
-/// One seed's share of a run's `digest`: its seed, its trace hash (an
-/// error's kind for a seed that ended in one) and its verdict.
-pub fn seed_digest(seed: u64, trace_hash: &str, ok: bool) -> [u8; 8] {
+/// One seed's share of a run's `digest` (the first 8 bytes of a SHA-256):
+/// its seed, its trace hash (an error's kind for a seed that ended in one)
+/// and its verdict. A run's digest is the XOR of its seeds'.
+pub fn seed_digest(seed: u64, trace_hash: &str, ok: bool) -> u64 {
     let verdict = if ok { "pass" } else { "fail" };
-    first8(&Sha256::digest(format!("{seed}:{trace_hash}:{verdict}").as_bytes()))
+    let hash = Sha256::digest(format!("{seed}:{trace_hash}:{verdict}").as_bytes());
+    u64::from_be_bytes(std::array::from_fn(|index| hash[index]))
 }
 
-/// Two digests together.
-pub fn xor(a: [u8; 8], b: [u8; 8]) -> [u8; 8] {
-    std::array::from_fn(|index| a[index] ^ b[index])
-}
-
-fn first8(bytes: &[u8]) -> [u8; 8] {
-    std::array::from_fn(|index| bytes[index])
-}
-
-fn hex16(bytes: [u8; 8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+/// A digest as its 16 hex digits.
+pub fn digest_hex(digest: u64) -> String {
+    format!("{digest:016x}")
 }
 
 /// A digest back from its hex (a malformed one reads as zero).
-pub fn unhex16(text: &str) -> [u8; 8] {
-    u64::from_str_radix(text, 16).map_or([0; 8], u64::to_be_bytes)
-}
-
-/// A digest as hex.
-pub fn digest_hex(bytes: [u8; 8]) -> String {
-    hex16(bytes)
+pub fn digest_of(text: &str) -> u64 {
+    u64::from_str_radix(text, 16).unwrap_or(0)
 }
 
 /// Seeds as ranges, in the order given: "0..=41, 43, 45..=46".
 pub fn ranges(seeds: impl IntoIterator<Item = u64>) -> String {
-    let mut parts: Vec<(u64, u64)> = Vec::new();
-    for seed in seeds {
-        match parts.last_mut() {
-            Some((_, last)) if last.checked_add(1) == Some(seed) => *last = seed,
-            _ => parts.push((seed, seed)),
-        }
-    }
-    parts
-        .iter()
-        .map(|(first, last)| match first == last {
-            true => first.to_string(),
-            false => format!("{first}..={last}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::runner::selection::strided_ranges(seeds, 1)
 }
 
 /// An outside store under test (`--sut`).

@@ -173,7 +173,7 @@ fn merge_scenario(parts: &[Part]) -> Result<(ScenarioSummary, Vec<Partition>), R
 /// The parts' figures added up.
 fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
     let mut total = parts[0].scenario.clone();
-    let mut digest = json::unhex16(&total.digest);
+    let mut digest = json::digest_of(&total.digest);
     let mut never_fired: BTreeSet<String> = total.never_fired.iter().cloned().collect();
     for part in &parts[1..] {
         let next = &part.scenario;
@@ -198,7 +198,7 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
         never_fired = never_fired.intersection(&theirs).cloned().collect();
         total.failing_seeds.extend(next.failing_seeds.iter().cloned());
         total.errors.extend(next.errors.iter().cloned());
-        digest = json::xor(digest, json::unhex16(&next.digest));
+        digest ^= json::digest_of(&next.digest);
         total.interrupted = total.interrupted.or_else(|| next.interrupted.clone());
     }
     let seeds = total.seeds + total.errored;

@@ -125,16 +125,8 @@ pub(super) fn print(
     if summary.seeds == 0 {
         println!("  invariants: no seed ended with a verdict");
         return;
-    } else if summary.violations_by_invariant.is_empty() {
-        println!("  invariants: all held (I1-I8, I9 integrity, I10)");
-    } else {
-        let parts: Vec<String> = summary
-            .violations_by_invariant
-            .iter()
-            .map(|(invariant, seeds)| format!("{invariant} in {seeds} seed(s)"))
-            .collect();
-        println!("  violations: {}", parts.join(", "));
     }
+    println!("  {}", summary.verdicts());
     print!("{}", kill_table(&summary.kills, unreachable));
     // Under the coverage gate, gaps are errors (`super::gate`).
     if !summary.require_fired {
