@@ -2,27 +2,39 @@
 //! iteration (setup, simulation, snapshot, checks), with the steps it took
 //! as the throughput unit, so criterion reports simulated steps per second
 //! (and its time per iteration is the inverse of seeds per second).
-//! Fixed seeds; the machine is noisy, so compare runs side by side.
+//! Fixed seeds; the machine is noisy, so compare runs side by side:
+//! `smoke/disk` (the files' bytes in the real files, `--files-on-disk`)
+//! runs next to `smoke` (in memory, the default) in the same run, and their
+//! ratio is the figure to read, not either time alone.
 
 use crashsim::runner::{Options, default_work_dir, run_seed};
 use crashsim::scenario;
+use crashsim::sim::Files;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn seeds(c: &mut Criterion) {
-    let options = Options {
+    let options = |files| Options {
         work_dir: default_work_dir(),
         keep_failed: false,
         keep_traces: false,
         sut: Default::default(),
         check_determinism: false,
+        files,
     };
     let mut group = c.benchmark_group("seed");
     group.sample_size(10);
-    for name in ["smoke", "contention", "group_commit"] {
-        let loaded = scenario::load(format!("scenarios/{name}.toml").as_ref()).expect("scenario loads");
+    let runs = [
+        ("smoke", "smoke", Files::Memory),
+        ("smoke", "smoke/disk", Files::Disk),
+        ("contention", "contention", Files::Memory),
+        ("group_commit", "group_commit", Files::Memory),
+    ];
+    for (scenario, id, files) in runs {
+        let loaded = scenario::load(format!("scenarios/{scenario}.toml").as_ref()).expect("scenario loads");
+        let options = options(files);
         let steps = run_seed(&loaded, 1, &options).expect("seed runs").steps;
         group.throughput(Throughput::Elements(steps));
-        group.bench_function(name, |b| b.iter(|| run_seed(&loaded, 1, &options).expect("seed runs")));
+        group.bench_function(id, |b| b.iter(|| run_seed(&loaded, 1, &options).expect("seed runs")));
     }
     group.finish();
 }

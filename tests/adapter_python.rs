@@ -65,6 +65,7 @@ fn options(dir: &std::path::Path, adapter: &Arc<Adapter>) -> Options {
         keep_traces: true,
         sut: Sut::Adapter(Arc::clone(adapter)),
         check_determinism: false,
+        files: Default::default(),
     }
 }
 

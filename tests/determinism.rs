@@ -19,6 +19,22 @@ fn same_seed_gives_the_same_trace_in_two_directories() {
     assert!(first.ok, "{:#?}", first.violations);
 }
 
+/// Where the files' bytes live (memory, the default, or the real files)
+/// changes nothing a seed does.
+#[test]
+fn files_in_memory_or_on_disk_give_the_same_trace() {
+    let loaded = load("scenarios/smoke.toml");
+    let dir = work_dir();
+    let memory = run(&loaded, 5, dir.path());
+    let on_disk = crashsim::runner::Options {
+        files: crashsim::sim::Files::Disk,
+        ..options(dir.path())
+    };
+    let disk = crashsim::runner::run_seed(&loaded, 5, &on_disk).unwrap();
+    assert_eq!(memory.trace_hash, disk.trace_hash);
+    assert_eq!(memory.events, disk.events, "traces differ line by line");
+}
+
 #[test]
 fn the_group_commit_store_is_as_deterministic() {
     let loaded = load("scenarios/group_commit.toml");

@@ -52,6 +52,7 @@ fn options(dir: &Path) -> Options {
         keep_traces: false,
         sut: Default::default(),
         check_determinism: false,
+        files: Default::default(),
     }
 }
 

@@ -21,6 +21,7 @@ fn settings(work_dir: &std::path::Path, reference_seeds: u64) -> Settings {
             keep_traces: false,
             sut: Default::default(),
             check_determinism: false,
+            files: Default::default(),
         },
     }
 }

@@ -23,6 +23,7 @@ fn options(dir: &std::path::Path, sut: Sut) -> Options {
         keep_traces: true,
         sut,
         check_determinism: false,
+        files: Default::default(),
     }
 }
 

@@ -149,3 +149,41 @@ fn junit_parses_and_counts_the_failing_seeds() {
     let markdown = std::fs::read_to_string(dir.path().join("no_dedup/summary.md")).unwrap();
     assert!(markdown.contains("| I2 | 3 |"), "{markdown}");
 }
+
+/// In-process runs keep their files' bytes in memory (`vfs::memory`); a
+/// kept failing seed's databases must still be real SQLite files holding
+/// what the run committed, readable without crashsim.
+#[test]
+fn a_kept_failing_seed_leaves_real_database_files() {
+    let dir = common::work_dir();
+    let loaded = common::load("scenarios/smoke.toml").with_mutant("no_dedup").unwrap();
+    let mut options = common::options(dir.path());
+    options.keep_failed = true;
+    let result = crashsim::runner::run_seed(&loaded, 0, &options).unwrap();
+    assert!(!result.ok);
+    let kept = result.kept_dir.expect("a failing seed's directory is kept");
+    let store = rusqlite::Connection::open(kept.join("store.db")).unwrap();
+    let integrity: String = store.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    let events: i64 = store
+        .query_row("SELECT count(*) FROM events", [], |row| row.get(0))
+        .unwrap();
+    let appended: usize = result
+        .events
+        .as_deref()
+        .expect("the trace is kept")
+        .iter()
+        .map(|event| match &event.op {
+            crashsim::trace::Op::Commit { appended } => appended.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(events as usize, appended, "every committed event is in the kept file");
+    let receiver = rusqlite::Connection::open(kept.join("receiver.db")).unwrap();
+    let effects: i64 = receiver
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert!(effects > 0);
+}

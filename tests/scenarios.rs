@@ -41,6 +41,7 @@ fn passes_with(name: &str, store: Option<&str>, seeds: u64) {
         keep_traces: false,
         sut: Default::default(),
         check_determinism: false,
+        files: Default::default(),
     };
     let seeds: Vec<u64> = (0..seeds).collect();
     let results = run_seeds(&loaded, &seeds, 1, &options, |_| {}).unwrap();

@@ -151,6 +151,7 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
         keep_traces: false,
         sut: Default::default(),
         check_determinism: false,
+        files: Default::default(),
     };
     let human = args.format == Format::Human;
     let bar = super::output::progress_bar(human, 0, &loaded.label(), "cuts");

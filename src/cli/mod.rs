@@ -199,6 +199,13 @@ pub struct RunArgs {
     /// that names the first answer that differed.
     #[arg(long)]
     pub check_determinism: bool,
+    /// Keep the databases' bytes in the real files. By default an in-process
+    /// run without power loss keeps them in memory (no read, write or sync
+    /// reaches the kernel; locks stay real) and writes them out when the seed
+    /// ends. The traces are the same either way; this is slower, and meets
+    /// the disk (a full one, say) the way a deployment would.
+    #[arg(long)]
+    pub files_on_disk: bool,
     #[command(flatten)]
     pub reports: ReportArgs,
 }

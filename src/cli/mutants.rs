@@ -64,6 +64,7 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
                 _ => runner::Sut::Scenario,
             },
             check_determinism: false,
+            files: Default::default(),
         },
     };
     let human = args.format == Format::Human;
@@ -178,6 +179,7 @@ fn write_reports(
     let keep = Options {
         keep_traces: true,
         check_determinism: false,
+        files: Default::default(),
         ..settings.options.clone()
     };
     for row in rows.iter().filter(|row| row.caught) {

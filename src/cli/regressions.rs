@@ -28,6 +28,7 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
         keep_traces: false,
         sut: Default::default(),
         check_determinism: false,
+        files: Default::default(),
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

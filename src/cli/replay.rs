@@ -117,6 +117,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         keep_traces: true,
         sut: choice.sut(&loaded, &args.sut)?,
         check_determinism: false,
+        files: Default::default(),
     };
     let result = runner::run_seed_with(&loaded, seed, &options, faults)?;
     let stdout = std::io::stdout();

@@ -37,6 +37,7 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
         keep_traces: true,
         sut: choice.sut(&loaded, &args.sut)?,
         check_determinism: false,
+        files: Default::default(),
     };
     let human = args.format == Format::Human;
     #[expect(

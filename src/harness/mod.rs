@@ -289,6 +289,7 @@ impl<'a> Harness<'a> {
             keep_traces,
             sut: runner::Sut::default(),
             check_determinism: self.check_determinism,
+            files: Default::default(),
         })
     }
 

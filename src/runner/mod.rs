@@ -80,6 +80,8 @@ pub struct Options {
     pub sut: Sut,
     /// Run every seed twice and report a difference as a finding (D1).
     pub check_determinism: bool,
+    /// Where in-process runs without power loss keep their files' bytes.
+    pub files: crate::sim::Files,
 }
 
 /// The implementation under test.
@@ -197,9 +199,16 @@ pub fn run_seed_on(
             dir: options.work_dir.clone(),
             source,
         })?;
-    let simulator = Simulator::new(&loaded.scenario, implementation, seed, dir.path(), faults)
-        .map_err(|error| RunError::Sim { seed, error })?
-        .cancel_on(abandoning);
+    let simulator = Simulator::with_files(
+        &loaded.scenario,
+        implementation,
+        seed,
+        dir.path(),
+        faults,
+        options.files,
+    )
+    .map_err(|error| RunError::Sim { seed, error })?
+    .cancel_on(abandoning);
     let output = simulator.run().map_err(|error| RunError::Sim { seed, error })?;
     // No persistence point in the whole run: the store's writes went around
     // the crash VFS. (None in the fault phase alone can be the scenario's

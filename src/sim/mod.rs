@@ -20,4 +20,4 @@ pub mod simulator;
 
 pub use ctx::{Ctx, TripRequest, World};
 pub use power::Recovery;
-pub use simulator::{RunOutput, SimError, Simulator};
+pub use simulator::{Files, RunOutput, SimError, Simulator};

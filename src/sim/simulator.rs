@@ -36,6 +36,18 @@ use std::path::{Path, PathBuf};
 
 pub use output::{RunOutput, SimError};
 
+/// Where an in-process run without power loss keeps its files' bytes.
+/// Nothing a seed does depends on it: the same trace either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Files {
+    /// In memory (`vfs::memory`), written out when the run ends: no reads,
+    /// writes or syncs reach the kernel. Locks stay real.
+    #[default]
+    Memory,
+    /// In the real files: every read, write and sync goes through the kernel.
+    Disk,
+}
+
 use super::ctx::{Ctx, KillGate, World};
 use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use super::net::{Address, Message};
@@ -176,6 +188,18 @@ impl<'a> Simulator<'a> {
         dir: &Path,
         source: FaultSource,
     ) -> Result<Simulator<'a>, SimError> {
+        Simulator::with_files(scenario, implementation, seed, dir, source, Files::default())
+    }
+
+    /// `new`, choosing where the files' bytes live (`Files`).
+    pub fn with_files(
+        scenario: &'a Scenario,
+        implementation: &'a dyn Implementation,
+        seed: u64,
+        dir: &Path,
+        source: FaultSource,
+        files: Files,
+    ) -> Result<Simulator<'a>, SimError> {
         let store_path = dir.join("store.db");
         let receiver_path = dir.join("receiver.db");
         let forced_cut = matches!(&source, FaultSource::Forced(faults)
@@ -187,7 +211,7 @@ impl<'a> Simulator<'a> {
         };
         let (mut store_sqlite, mut receiver_sqlite) =
             (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
-        let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation)?;
+        let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation, files)?;
         if let Some(name) = power
             .as_ref()
             .map(|power| power.vfs.name())
@@ -381,10 +405,10 @@ impl<'a> Simulator<'a> {
         if let Some(power) = &self.power {
             power.vfs.retire();
         }
-        if let Some(vfs) = &self.clock_vfs {
-            vfs.retire();
-        }
+        // Files held in memory are written out for whatever reads them next.
+        let written = self.clock_vfs.as_ref().map_or(Ok(()), crate::vfs::ClockVfs::retire);
         let snapshot = dumped?;
+        written.map_err(|error| SimError::Environment(format!("writing the databases out of memory: {error}")))?;
         Ok(RunOutput {
             seed: self.seed,
             events: self.trace.into_events(),

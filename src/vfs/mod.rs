@@ -9,14 +9,18 @@
 //! - `crash`: keeps each file's durable image and the writes since, and at a
 //!   power cut rewrites the files as a chosen model of the disk would leave
 //!   them.
-//! - `clock`: forwards everything and answers SQLite's clock with the
-//!   simulated one (runs without power loss; the crash VFS does the same).
+//! - `clock`: answers SQLite's clock with the simulated one (runs without
+//!   power loss; the crash VFS does the same) and, for in-process stores,
+//!   keeps the files' bytes in memory (`memory`).
+//! - `memory`: the in-memory file images a shim can serve reads, writes,
+//!   truncations, sizes and syncs from, while locks stay real.
 //!
 //! A connection uses a VFS by name (`store::connection::open_via`).
 
 pub mod clock;
 pub mod counting;
 pub mod crash;
+pub mod memory;
 pub mod shim;
 
 pub use clock::ClockVfs;

@@ -28,6 +28,7 @@ pub fn options(work_dir: &Path) -> Options {
         keep_traces: true,
         sut: Default::default(),
         check_determinism: false,
+        files: Default::default(),
     }
 }
 

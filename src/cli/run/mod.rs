@@ -18,6 +18,7 @@ use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SeedRecord, 
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, Selection};
 use crate::scenario::{self, Loaded};
+use crate::sim::Files;
 use crate::sim::faults::KillPoint;
 use crate::{platform, report};
 
@@ -84,6 +85,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         keep_traces: false,
         sut: Default::default(),
         check_determinism: args.check_determinism,
+        files: if args.files_on_disk { Files::Disk } else { Files::Memory },
     };
     let human = args.format == Format::Human;
     if human {

@@ -38,11 +38,18 @@ pub(super) fn clock_vfs(
     seed: u64,
     power: Option<&Power>,
     implementation: &dyn Implementation,
+    files: super::Files,
 ) -> Result<Option<ClockVfs>, SimError> {
     if power.is_some() || !implementation.in_process() {
         return Ok(None);
     }
-    Ok(Some(ClockVfs::register(&format!("{seed:016x}"))?))
+    let label = format!("{seed:016x}");
+    // In-process kills need no disk: the files' bytes stay in memory
+    // (`vfs::memory`) until the run retires the VFS.
+    Ok(Some(match files {
+        super::Files::Memory => ClockVfs::in_memory(&label)?,
+        super::Files::Disk => ClockVfs::register(&label)?,
+    }))
 }
 
 /// Whether runs of this scenario and fault source skew clocks at all: the

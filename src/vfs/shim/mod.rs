@@ -16,6 +16,15 @@
 //! memory mapping). Locks, shared memory, reads and file controls go straight
 //! through, which is why real locking and the real WAL index keep working.
 //!
+//! With `Hooks::images` (the clock VFS of in-process runs), the bytes of
+//! databases, WALs and journals live in memory instead (`vfs::memory`):
+//! reads, writes, truncations, sizes and syncs are answered there, `xAccess`
+//! answers for them, `xDelete` forgets them, and they are never mapped. The
+//! real file is still opened, locked and deleted, so locking is unchanged.
+//!
+//! Files: this one (registration and the data methods), `system.rs` (the
+//! VFS-level methods), `mapping.rs` (shared memory, memory mapping).
+//!
 //! Invariants the callbacks rely on:
 //! - `pAppData` of a registered VFS points at its leaked `Registered`, which
 //!   is never freed (a connection keeps its VFS pointer for its life), so a
@@ -26,14 +35,22 @@
 //! - A file's `pMethods` is ours exactly when the inner open set the inner
 //!   file's `pMethods`, so SQLite calls `xClose` exactly when the inner file
 //!   must be closed, and every method sees an initialised header.
-//! - The header owns its path (`Box<Option<String>>`), freed in `xClose`.
+//! - The header owns its path (`Box<Option<String>>`), freed in `xClose`,
+//!   and its image, if any (an `Arc` turned raw), released in `xClose`.
 //! - Hooks are `Send + Sync`: SQLite may call a VFS from any thread.
 
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, CString, c_int, c_void};
 use std::sync::{Mutex, PoisonError};
 use std::{mem, ptr};
 
 use rusqlite::ffi;
+
+use super::memory::{Image, Images};
+
+mod mapping;
+mod system;
+use mapping::*;
+use system::*;
 
 /// Why a VFS could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +118,11 @@ pub trait Hooks: Send + Sync + 'static {
     /// The current time in milliseconds since the Julian epoch (what
     /// `xCurrentTimeInt64` answers), or `None` for the inner VFS's clock.
     fn current_time_ms(&self) -> Option<i64> {
+        None
+    }
+    /// Where the bytes of databases, WALs and journals live instead of their
+    /// real files (`memory`), or `None`: in the real files.
+    fn images(&self) -> Option<&Images> {
         None
     }
 }
@@ -254,6 +276,9 @@ struct ShimFile {
     path: *mut Option<String>,
     flags: c_int,
     syncs: u64,
+    /// The file's bytes, when they live in memory (`Arc::into_raw`, released
+    /// in `xClose`); null when they live in the inner file.
+    image: *const Image,
 }
 
 // The inner file follows the header: it must stay 8-byte aligned.
@@ -319,6 +344,12 @@ impl ShimFile {
         unsafe { &*(*self.registered).hooks }
     }
 
+    /// The in-memory bytes, if the file has them.
+    fn image(&self) -> Option<&Image> {
+        // SAFETY: set by `x_open` from `Arc::into_raw`, released only in `x_close`.
+        unsafe { self.image.as_ref() }
+    }
+
     fn view(&self) -> File<'_> {
         // SAFETY: `path` is the box `x_open` allocated, freed only in `x_close`.
         let path = unsafe { (*self.path).as_deref() };
@@ -349,6 +380,7 @@ unsafe extern "C" fn x_open(
         (*this).path = ptr::null_mut();
         (*this).flags = flags;
         (*this).syncs = 0;
+        (*this).image = ptr::null();
         (*inner_file).pMethods = ptr::null();
         let Some(open) = (*registered.inner).xOpen else {
             return ffi::SQLITE_CANTOPEN;
@@ -366,6 +398,10 @@ unsafe extern "C" fn x_open(
                 _ => &METHODS_V3,
             };
             if rc == ffi::SQLITE_OK {
+                (*this).image = match open_image(&*this) {
+                    Ok(image) => image,
+                    Err(code) => return code,
+                };
                 (*this).hooks().opened(&(*this).view());
             }
         }
@@ -378,6 +414,10 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let (this, inner, methods) = parts(file);
         let rc = methods.xClose.map_or(ffi::SQLITE_OK, |close| close(inner));
+        if !this.image.is_null() {
+            drop(std::sync::Arc::from_raw(this.image));
+            this.image = ptr::null();
+        }
         if !this.path.is_null() {
             drop(Box::from_raw(this.path));
             this.path = ptr::null_mut();
@@ -390,7 +430,14 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
 unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
+        let (this, inner, methods) = parts(file);
+        if let Some(image) = this.image() {
+            let out = std::slice::from_raw_parts_mut(buf as *mut u8, usize::try_from(amount).unwrap_or(0));
+            return match image.read(out, u64::try_from(offset).unwrap_or(0)) {
+                true => ffi::SQLITE_OK,
+                false => ffi::SQLITE_IOERR_SHORT_READ,
+            };
+        }
         methods
             .xRead
             .map_or(ffi::SQLITE_IOERR_READ, |read| read(inner, buf, amount, offset))
@@ -405,6 +452,10 @@ unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, a
         if let Err(code) = this.hooks().write(&this.view(), offset, data) {
             return code;
         }
+        if let Some(image) = this.image() {
+            image.write(data, u64::try_from(offset).unwrap_or(0));
+            return ffi::SQLITE_OK;
+        }
         methods
             .xWrite
             .map_or(ffi::SQLITE_IOERR_WRITE, |write| write(inner, buf, amount, offset))
@@ -417,6 +468,10 @@ unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_in
         let (this, inner, methods) = parts(file);
         if let Err(code) = this.hooks().truncate(&this.view(), size) {
             return code;
+        }
+        if let Some(image) = this.image() {
+            image.truncate(u64::try_from(size).unwrap_or(0));
+            return ffi::SQLITE_OK;
         }
         methods
             .xTruncate
@@ -431,7 +486,11 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
         if let Err(code) = this.hooks().sync(&this.view(), flags) {
             return code;
         }
-        let rc = methods.xSync.map_or(ffi::SQLITE_IOERR_FSYNC, |sync| sync(inner, flags));
+        // Bytes in memory are as durable as a process death needs.
+        let rc = match this.image() {
+            Some(_) => ffi::SQLITE_OK,
+            None => methods.xSync.map_or(ffi::SQLITE_IOERR_FSYNC, |sync| sync(inner, flags)),
+        };
         if rc == ffi::SQLITE_OK {
             this.hooks().synced(&this.view(), flags);
             this.syncs += 1;
@@ -443,7 +502,11 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
 unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
+        let (this, inner, methods) = parts(file);
+        if let Some(image) = this.image() {
+            *size = i64::try_from(image.len()).unwrap_or(i64::MAX);
+            return ffi::SQLITE_OK;
+        }
         methods
             .xFileSize
             .map_or(ffi::SQLITE_IOERR_FSTAT, |file_size| file_size(inner, size))
@@ -481,7 +544,11 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
 unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
+        let (this, inner, methods) = parts(file);
+        // A size hint would grow the real file, which holds nothing.
+        if op == ffi::SQLITE_FCNTL_SIZE_HINT && this.image().is_some() {
+            return ffi::SQLITE_OK;
+        }
         methods
             .xFileControl
             .map_or(ffi::SQLITE_NOTFOUND, |control| control(inner, op, arg))
@@ -508,249 +575,21 @@ unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c
     }
 }
 
-unsafe extern "C" fn x_shm_map(
-    file: *mut ffi::sqlite3_file,
-    region: c_int,
-    region_size: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: see `parts`; SQLite calls this only on files of version ≥ 2.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        methods.xShmMap.map_or(ffi::SQLITE_IOERR_SHMMAP, |map| {
-            map(inner, region, region_size, extend, out)
-        })
-    }
-}
-
-unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
-    // SAFETY: see `parts`.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        methods
-            .xShmLock
-            .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags))
-    }
-}
-
-unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
-    // SAFETY: see `parts`.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        if let Some(barrier) = methods.xShmBarrier {
-            barrier(inner);
-        }
-    }
-}
-
-unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    // SAFETY: see `parts`.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        methods.xShmUnmap.map_or(ffi::SQLITE_OK, |unmap| unmap(inner, delete))
-    }
-}
-
-unsafe extern "C" fn x_fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
-    // SAFETY: see `parts`; SQLite calls this only on files of version ≥ 3.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        match methods.xFetch {
-            Some(fetch) => fetch(inner, offset, amount, out),
-            None => {
-                // "No mapping": SQLite falls back to xRead.
-                *out = ptr::null_mut();
-                ffi::SQLITE_OK
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn x_unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {
-    // SAFETY: see `parts`.
-    unsafe {
-        let (_, inner, methods) = parts(file);
-        methods
-            .xUnfetch
-            .map_or(ffi::SQLITE_OK, |unfetch| unfetch(inner, offset, page))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The VFS itself: everything but xDelete and the clock forwards unchanged.
-
-/// The inner VFS of a registration.
+/// The image an opened file's bytes live in: for a database, WAL or
+/// rollback journal of a VFS with images; null otherwise.
 ///
 /// # Safety
-/// As `registered`.
-unsafe fn inner_vfs<'a>(vfs: *mut ffi::sqlite3_vfs) -> (*mut ffi::sqlite3_vfs, &'a ffi::sqlite3_vfs) {
-    // SAFETY: the inner VFS is SQLite's default, valid for the process.
-    unsafe {
-        let inner = registered(vfs).inner;
-        (inner, &*inner)
+/// `this` is a header `x_open` initialised, its path set.
+unsafe fn open_image(this: &ShimFile) -> Result<*const Image, c_int> {
+    const KINDS: c_int = ffi::SQLITE_OPEN_MAIN_DB | ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL;
+    let (Some(images), Some(path)) = (this.hooks().images(), this.view().path) else {
+        return Ok(ptr::null());
+    };
+    if this.flags & KINDS == 0 {
+        return Ok(ptr::null());
     }
-}
-
-unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
-    // SAFETY: see `registered`; SQLite passes a NUL-terminated path.
-    unsafe {
-        let hooks = &registered(vfs).hooks;
-        let path = CStr::from_ptr(name).to_string_lossy();
-        if let Err(code) = hooks.delete(&path, sync_dir != 0) {
-            return code;
-        }
-        let (inner, methods) = inner_vfs(vfs);
-        let rc = methods
-            .xDelete
-            .map_or(ffi::SQLITE_IOERR_DELETE, |delete| delete(inner, name, sync_dir));
-        if rc == ffi::SQLITE_OK {
-            hooks.deleted(&path, sync_dir != 0);
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xAccess
-            .map_or(ffi::SQLITE_IOERR_ACCESS, |access| access(inner, name, flags, out))
-    }
-}
-
-unsafe extern "C" fn x_full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    out_size: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xFullPathname
-            .map_or(ffi::SQLITE_CANTOPEN, |full| full(inner, name, out_size, out))
-    }
-}
-
-unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xDlOpen.map_or(ptr::null_mut(), |open| open(inner, name))
-    }
-}
-
-unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        if let Some(error) = methods.xDlError {
-            error(inner, size, out);
-        }
-    }
-}
-
-type DlSym = unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char);
-
-unsafe extern "C" fn x_dl_sym(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void, symbol: *const c_char) -> Option<DlSym> {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xDlSym.and_then(|sym| sym(inner, handle, symbol))
-    }
-}
-
-unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        if let Some(close) = methods.xDlClose {
-            close(inner, handle);
-        }
-    }
-}
-
-unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xRandomness.map_or(0, |randomness| randomness(inner, size, out))
-    }
-}
-
-unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, microseconds: c_int) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xSleep.map_or(0, |sleep| sleep(inner, microseconds))
-    }
-}
-
-unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    // SAFETY: see `registered`; `out` is writable.
-    unsafe {
-        if let Some(ms) = registered(vfs).hooks.current_time_ms() {
-            *out = ms as f64 / 86_400_000.0;
-            return ffi::SQLITE_OK;
-        }
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xCurrentTime.map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
-    }
-}
-
-unsafe extern "C" fn x_get_last_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xGetLastError.map_or(0, |last| last(inner, size, out))
-    }
-}
-
-unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
-    // SAFETY: see `registered`; SQLite calls this only if our iVersion ≥ 2,
-    // which is the inner VFS's version; `out` is writable.
-    unsafe {
-        if let Some(ms) = registered(vfs).hooks.current_time_ms() {
-            *out = ms;
-            return ffi::SQLITE_OK;
-        }
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xCurrentTimeInt64
-            .map_or(ffi::SQLITE_ERROR, |now| now(inner, out))
-    }
-}
-
-unsafe extern "C" fn x_set_system_call(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    call: ffi::sqlite3_syscall_ptr,
-) -> c_int {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods
-            .xSetSystemCall
-            .map_or(ffi::SQLITE_NOTFOUND, |set| set(inner, name, call))
-    }
-}
-
-unsafe extern "C" fn x_get_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> ffi::sqlite3_syscall_ptr {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xGetSystemCall.and_then(|get| get(inner, name))
-    }
-}
-
-unsafe extern "C" fn x_next_system_call(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *const c_char {
-    // SAFETY: see `registered`.
-    unsafe {
-        let (inner, methods) = inner_vfs(vfs);
-        methods.xNextSystemCall.map_or(ptr::null(), |next| next(inner, name))
+    match images.open(path) {
+        Ok(image) => Ok(std::sync::Arc::into_raw(image)),
+        Err(_) => Err(ffi::SQLITE_IOERR_READ),
     }
 }
