@@ -213,7 +213,13 @@ pub(super) fn kills(out: &mut String, page: &Page<'_>, axis: &Axis, lane_y: &dyn
         let x = axis.x(kill.tick);
         let y = lane_y(kill.actor);
         let short = kill.point.split_once('.').map_or(kill.point, |(_, point)| point);
-        let link = kill.commands.first().map(|id| command_anchor(id));
+        // To the first command it was handling that has a row (a receiver
+        // handling a key that is no command's links nowhere).
+        let link = kill
+            .commands
+            .iter()
+            .find(|id| facts.commands.get(*id).is_some_and(|command| command.shown()))
+            .map(|id| command_anchor(id));
         if let Some(anchor) = &link {
             let _ = write!(out, "<a href=\"#{anchor}\">");
         }
