@@ -41,17 +41,40 @@ pub fn line(event: &TraceEvent) -> String {
 
 /// The whole trace as JSON Lines.
 pub fn jsonl(events: &[TraceEvent]) -> String {
-    let mut text = String::with_capacity(events.len() * 96);
-    for event in events {
-        text.push_str(&line(event));
-        text.push('\n');
-    }
-    text
+    let mut text = Vec::with_capacity(events.len() * 96);
+    write_jsonl(events, &mut text).expect("writing to memory cannot fail");
+    String::from_utf8(text).expect("JSON is UTF-8")
 }
 
-/// The trace hash: the first 16 hex digits of SHA-256 over the JSON Lines.
+/// Writes the trace as JSON Lines, event by event.
+fn write_jsonl(events: &[TraceEvent], out: &mut impl std::io::Write) -> std::io::Result<()> {
+    for event in events {
+        serde_json::to_writer(&mut *out, event).expect("trace events always serialise");
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// The trace hash: the first 16 hex digits of SHA-256 over the JSON Lines,
+/// hashed as they are written (the text itself is never held).
 pub fn trace_hash(events: &[TraceEvent]) -> String {
-    hash_jsonl(&jsonl(events))
+    /// The hasher as a writer, buffered so SHA-256 sees whole blocks.
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = std::io::BufWriter::with_capacity(8192, Hashing(Sha256::new()));
+    write_jsonl(events, &mut out).expect("hashing cannot fail");
+    let Ok(Hashing(hasher)) = out.into_inner() else {
+        unreachable!("flushing into the hasher cannot fail")
+    };
+    hex16(&hasher.finalize())
 }
 
 /// The trace hash of trace text already rendered as JSON Lines.
