@@ -193,3 +193,28 @@ fn sqlite_reads_the_stepping_actors_skewed_clock() {
         "worker-0 marked {late}, the others {others} after tick 1000"
     );
 }
+
+/// Writers scan `heads` only when a scan is likely to find work (see
+/// `actors::writer`), yet still race: several writers load and decide the
+/// same workflow, and the stale ones are rejected (I3's situation) in every
+/// seed. Counts of a deterministic trace, not timings.
+#[test]
+fn writers_scan_less_than_they_decide_and_still_race() {
+    use crashsim::trace::Op;
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml");
+    for seed in 0..4 {
+        let result = run_seed(&loaded, seed, &options(dir.path())).unwrap();
+        assert!(result.ok, "seed {seed}: {:?}", result.violations);
+        let events = result.events.as_deref().unwrap();
+        let count = |wanted: fn(&Op) -> bool| events.iter().filter(|event| wanted(&event.op)).count();
+        let scans = count(|op| matches!(op, Op::Heads { .. }));
+        let decisions = count(|op| matches!(op, Op::Decide { .. }));
+        let conflicts = count(|op| matches!(op, Op::Conflict { .. }));
+        assert!(
+            scans < decisions,
+            "seed {seed}: {scans} scans for {decisions} decisions"
+        );
+        assert!(conflicts >= 5, "seed {seed}: only {conflicts} stale appends rejected");
+    }
+}

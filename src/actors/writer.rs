@@ -1,7 +1,8 @@
 //! The writer: the workflow engine's decision loop.
 //!
-//! 1. `heads`: find workflows that can take a step (requested but not
-//!    started, or whose awaited command is done) and pick one at random;
+//! 1. find a workflow that can take a step (requested but not started, or
+//!    whose awaited command is done): one a worker's nudge named, else one
+//!    picked at random from `heads`;
 //! 2. `load` + replay: rebuild its state and `last_seq`;
 //! 3. `commands` of the head event: is the awaited result there?
 //! 4. decide the next event, then `begin`, `insert_event` at
@@ -13,6 +14,13 @@
 //! checks heads at commit, from `commit`) rolls back, reloads and decides
 //! again: it never renumbers its event. Several writers pick the same workflow on
 //! purpose: that is where optimistic concurrency is tested.
+//!
+//! `heads` reads every workflow's head, the most expensive read a writer
+//! makes, so a writer scans only when a scan is likely to find work: when
+//! it starts (it knows nothing), right after a scan that found more than
+//! the one workflow it took, and when a wait for a nudge ends without one
+//! (the poll that finds what lost nudges and dead writers left). Otherwise
+//! a writer with nothing known to do waits for a nudge.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -31,6 +39,9 @@ pub struct Writer {
     state: State,
     /// Workflows workers said may be ready (in memory only, lost on a kill).
     hints: VecDeque<String>,
+    /// Whether the next look for work without a hint scans `heads` (true)
+    /// or first waits for a nudge until the poll deadline (false).
+    scan: bool,
 }
 
 enum State {
@@ -71,6 +82,7 @@ impl Writer {
             store,
             state: State::Idle,
             hints: VecDeque::new(),
+            scan: true,
         }
     }
 
@@ -98,11 +110,21 @@ impl Writer {
             State::Awaiting { workflow_id, replayed } => self.check_result(ctx, workflow_id, replayed),
             State::Append(append) => self.append_step(ctx, append),
         };
-        result.unwrap_or_else(|next| next)
+        let next = result.unwrap_or_else(|next| next);
+        // Done, nothing hinted, and the last scan found nothing more: wait
+        // for a nudge; if none comes by the deadline, scan then.
+        if next == Next::Continue && matches!(self.state, State::Idle) && self.hints.is_empty() && !self.scan {
+            self.scan = true;
+            return Next::Wait {
+                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+            };
+        }
+        next
     }
 
     fn find_work(&mut self, ctx: &mut Ctx<'_>) -> Result<Next, Next> {
         if let Some(workflow_id) = self.hints.pop_front() {
+            self.scan = false;
             return self.load(ctx, workflow_id);
         }
         let heads = retry_or_crash(ctx, "heads", self.store.heads())?;
@@ -124,6 +146,9 @@ impl Writer {
         ctx.record(Op::Heads {
             candidates: candidates.len(),
         });
+        // More than the one taken: probably more to do right after it.
+        // None: the wait below ends in a scan anyway.
+        self.scan = candidates.len() != 1;
         Ok(match ctx.prng.pick(&candidates) {
             // Nothing to do: a nudge wakes the writer early, else it polls again.
             None => Next::Wait {
