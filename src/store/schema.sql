@@ -8,6 +8,11 @@ CREATE TABLE IF NOT EXISTS events (
   PRIMARY KEY (workflow_id, seq)
 );
 
+-- `heads` (each workflow's last event and its kind) reads this index alone:
+-- through the primary key it would fetch every event's row, payload and all,
+-- for the bare column `kind`.
+CREATE INDEX IF NOT EXISTS events_head ON events (workflow_id, seq, kind);
+
 CREATE TABLE IF NOT EXISTS outbox (
   command_id   TEXT PRIMARY KEY,         -- "{workflow_id}:{event_seq}:{index}"
   workflow_id  TEXT NOT NULL,
