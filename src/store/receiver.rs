@@ -97,7 +97,7 @@ impl ReferenceReceiver {
 
 impl Receiver for ReferenceReceiver {
     fn begin(&mut self) -> Result<()> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        connection::run(&self.conn, "BEGIN IMMEDIATE")?;
         Ok(())
     }
 
@@ -128,13 +128,13 @@ impl Receiver for ReferenceReceiver {
     }
 
     fn commit(&mut self) -> Result<()> {
-        self.conn.execute_batch("COMMIT")?;
+        connection::run(&self.conn, "COMMIT")?;
         Ok(())
     }
 
     fn rollback(&mut self) -> Result<()> {
         if !self.conn.is_autocommit() {
-            self.conn.execute_batch("ROLLBACK")?;
+            connection::run(&self.conn, "ROLLBACK")?;
         }
         Ok(())
     }

@@ -117,7 +117,7 @@ impl Store for ReferenceStore {
 
     fn rollback(&mut self) -> Result<()> {
         if !self.conn.is_autocommit() {
-            self.conn.execute_batch("ROLLBACK")?;
+            connection::run(&self.conn, "ROLLBACK")?;
         }
         Ok(())
     }
