@@ -6,11 +6,16 @@
 //! `smoke/disk` (the files' bytes in the real files, `--files-on-disk`)
 //! runs next to `smoke` (in memory, the default) in the same run, and their
 //! ratio is the figure to read, not either time alone.
+//! It runs with the binary's allocator (mimalloc).
 
 use crashsim::runner::{Options, default_work_dir, run_seed};
 use crashsim::scenario;
 use crashsim::sim::Files;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+/// The allocator the `crashsim` binary runs with, so the figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn seeds(c: &mut Criterion) {
     let options = |files| Options {
