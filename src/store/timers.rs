@@ -85,12 +85,21 @@ impl Timer {
 }
 
 /// Whether `conn`'s outbox has the timer columns.
+///
+/// Asked by preparing a statement that names one: every connection asks on
+/// open, and `pragma_table_info` cost a nested statement's parse on top.
+/// SQLite answers a missing column (or table) with a plain `SQLITE_ERROR`;
+/// anything else (busy, I/O, corruption) is an error.
 pub fn enabled(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('outbox') WHERE name = 'next_attempt_at'",
-        [],
-        |row| row.get(0),
-    )
+    match conn.prepare("SELECT next_attempt_at FROM outbox") {
+        Ok(_) => Ok(true),
+        Err(rusqlite::Error::SqlInputError { error, .. } | rusqlite::Error::SqliteFailure(error, _))
+            if error.code == rusqlite::ErrorCode::Unknown =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Adds the timer columns to `outbox`, if they are not there yet.
