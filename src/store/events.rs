@@ -21,18 +21,19 @@ pub fn load(conn: &Connection, workflow_id: &str) -> Result<Vec<StoredEvent>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// `heads`' query. With MAX() as the only aggregate, SQLite takes the bare
+/// column `kind` from the row holding the maximum: one pass over
+/// `events_head`, which holds all three columns (a test checks the plan).
+const HEADS: &str = "SELECT h.workflow_id, h.seq, h.kind,
+        (SELECT COUNT(*) FROM outbox o
+          WHERE o.workflow_id = h.workflow_id AND o.event_seq = h.seq
+            AND o.processed_at IS NOT NULL)
+   FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
+  ORDER BY h.workflow_id";
+
 /// The head event of every workflow, with how many of its commands are done.
 pub fn heads(conn: &Connection) -> Result<Vec<Head>> {
-    // With MAX() as the only aggregate, SQLite takes the bare column `kind`
-    // from the row holding the maximum: one pass over the primary key.
-    let mut statement = conn.prepare_cached(
-        "SELECT h.workflow_id, h.seq, h.kind,
-                (SELECT COUNT(*) FROM outbox o
-                  WHERE o.workflow_id = h.workflow_id AND o.event_seq = h.seq
-                    AND o.processed_at IS NOT NULL)
-           FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
-          ORDER BY h.workflow_id",
-    )?;
+    let mut statement = conn.prepare_cached(HEADS)?;
     let rows = statement.query_map([], |row| {
         Ok(Head {
             workflow_id: row.get(0)?,
@@ -87,4 +88,54 @@ pub fn insert_row(conn: &Connection, workflow_id: &str, seq: u64, kind: &str, pa
     conn.prepare_cached("INSERT INTO events (workflow_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![workflow_id, seq, kind, payload])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::store::reference::ReferenceStore::create_schema_in(&conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn heads_reads_the_events_from_the_covering_index_alone() {
+        let conn = store();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {HEADS}"))
+            .unwrap()
+            .query_map([], |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step == "SCAN events USING COVERING INDEX events_head"),
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
+    fn a_head_is_the_last_event_with_its_own_kind() {
+        let conn = store();
+        for (workflow_id, seq, kind) in [
+            ("b", 1, "requested"),
+            ("a", 1, "requested"),
+            ("a", 2, "booked"),
+            ("a", 3, "paid"),
+        ] {
+            insert_row(&conn, workflow_id, seq, kind, "{}").unwrap();
+        }
+        let heads: Vec<(String, u64, String)> = heads(&conn)
+            .unwrap()
+            .into_iter()
+            .map(|head| (head.workflow_id, head.last_seq, head.kind))
+            .collect();
+        assert_eq!(
+            heads,
+            [("a".into(), 3, "paid".into()), ("b".into(), 1, "requested".into())]
+        );
+    }
 }

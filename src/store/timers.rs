@@ -342,6 +342,16 @@ mod tests {
     }
 
     #[test]
+    fn the_probe_answers_from_the_schema() {
+        let bare = Connection::open_in_memory().unwrap();
+        assert!(!enabled(&bare).unwrap(), "no outbox at all");
+        super::super::reference::ReferenceStore::create_schema_in(&bare).unwrap();
+        assert!(!enabled(&bare).unwrap(), "an outbox without the columns");
+        enable(&bare).unwrap();
+        assert!(enabled(&bare).unwrap());
+    }
+
+    #[test]
     fn a_done_row_takes_no_timer() {
         let conn = store(false);
         assert!(mark_done(&conn, "trip-000:1:0", None, Some("tok-1")).unwrap());
