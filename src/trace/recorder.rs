@@ -49,7 +49,7 @@ pub fn jsonl(events: &[TraceEvent]) -> String {
 /// Writes the trace as JSON Lines, event by event.
 fn write_jsonl(events: &[TraceEvent], out: &mut impl std::io::Write) -> std::io::Result<()> {
     for event in events {
-        serde_json::to_writer(&mut *out, event).expect("trace events always serialise");
+        serde_json::to_writer(&mut *out, event)?;
         out.write_all(b"\n")?;
     }
     Ok(())
