@@ -1,45 +1,42 @@
-//! `CrashVfs`: power loss over real files.
+//! `CrashVfs`: power loss over real files, for one run.
 //!
-//! Every call is forwarded to the real file (so real locking and the real
-//! WAL index keep working), while this VFS keeps, per file, its *durable
-//! image* (the content as of its last `xSync`) and the log of what happened
-//! since: writes, truncations, creation, deletion. A cut is armed at a
-//! persistence point (the n-th write, truncate, sync or delete); from then
-//! on every such call fails with an I/O error, so nothing more reaches the
-//! "disk". Once every connection is closed, `restore` rewrites each file
-//! from its durable image plus the unsynced log, as the model decides:
+//! The disk model (durable images, unsynced changes, the `drop_unsynced`,
+//! `random` and `keep_all` models, tearing and garbling) and the VFS hooks
+//! live in the `crashsim_vfs` crate, the one implementation shared with the
+//! loadable extension outside stores load. This is crashsim's handle on a
+//! run's disk, in one of two places:
 //!
-//! - `drop_unsynced`: every unsynced operation is lost;
-//! - `random`: in the manner of SQLite's own crash-test VFS (test6.c), each
-//!   unsynced write is kept, lost, torn (512-byte sectors kept or lost one by
-//!   one) or garbled (one sector written with noise), each truncation and
-//!   deletion kept or lost, as the seed decides;
-//! - `keep_all`: everything is kept: the process died, the disk did not.
+//! - `register`: every connection lives in this process; the hooks feed the
+//!   model directly.
+//! - `shared`: an outside store's processes load the extension, which logs
+//!   every change to the seed's state directory and counts persistence
+//!   points in a control region mapped from a file there; connections in
+//!   this process (a role crashsim's reference serves) log the same way.
+//!   The model reads the log back before a restore (`log::drain`).
 //!
-//! A deletion is durable only if SQLite asked for the directory to be synced
-//! with it, which is what separates `journal_mode=DELETE` under
-//! `synchronous=FULL` (the last commit's journal may come back and roll it
-//! back) from `EXTRA`. The WAL index (`-shm`) lives in shared memory, never
-//! synced: a cut removes it.
-//!
-//! The device characteristics match the model: `random` tears and garbles
-//! sectors, so it claims nothing (no powersafe overwrite, no atomic or
-//! sequential writes); the others forward what the real file claims, which
-//! their behaviour honours.
-//!
-//! Time: `xCurrentTime` answers the simulated clock (`set_clock`), so
-//! `CURRENT_TIMESTAMP` columns, and with them the files' bytes, are the same
-//! for the same seed.
+//! A cut is armed at a persistence point (the n-th write, truncate, sync or
+//! delete, counted across every process of the run); from then on every
+//! such call fails with an I/O error. Once every connection is closed (or
+//! its process killed), `restore` rewrites each file as the model decides.
+//! `xCurrentTime` answers the simulated clock (`set_clock`).
 
-use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crashsim_vfs::control::{Control, RECORD};
+use crashsim_vfs::crash::{CrashHooks, Sink};
+use crashsim_vfs::disk::{self, Draws, State};
+use crashsim_vfs::extension::{CONTROL_FILE, LOG_FILE};
+use crashsim_vfs::log::{self, Strays};
 use rusqlite::ffi;
 use serde::{Deserialize, Serialize};
 
-use super::shim::{self, File, Hooks, Registered, VfsError};
+pub use crashsim_vfs::crash::CLOCK_ORIGIN_MS;
+pub use crashsim_vfs::disk::Restored;
+
+use super::shim::{self, Registered, VfsError};
 use crate::ratio::Ratio;
 use crate::sim::prng::Prng;
 
@@ -77,233 +74,29 @@ impl Model {
             Model::KeepAll => "every write kept: process death, not power loss",
         }
     }
-}
 
-/// The sector size torn writes are cut at.
-const SECTOR: usize = 512;
-
-/// Milliseconds since the Julian epoch of 2026-01-01T00:00:00Z: where the
-/// simulated clock starts (tick 0), one tick a millisecond.
-pub(crate) const CLOCK_ORIGIN_MS: i64 = 212_633_985_600_000;
-
-/// A change to one file's content.
-#[derive(Clone, Debug)]
-enum ContentOp {
-    Write { offset: u64, data: Vec<u8> },
-    Truncate { size: u64 },
-}
-
-/// A change to the directory: which name points at which file.
-#[derive(Clone, Debug)]
-enum DirOp {
-    Link { name: String, inode: usize },
-    Unlink { name: String },
-}
-
-/// A file's content: as of its last sync, and the changes since.
-#[derive(Debug, Default)]
-struct Inode {
-    durable: Vec<u8>,
-    pending: Vec<ContentOp>,
-}
-
-/// The disk as the cut will find it. Content and names are synced apart, as
-/// on a real file system: `xSync` makes a file's content durable, a
-/// directory sync makes every name change in the directory durable (the
-/// `unix` VFS does one inside the first sync of a new WAL or journal, and
-/// after a deletion when SQLite asks for it).
-#[derive(Debug, Default)]
-struct State {
-    inodes: Vec<Inode>,
-    /// Names as they are now, and as they are durably.
-    names: BTreeMap<String, usize>,
-    durable_names: BTreeMap<String, usize>,
-    pending_names: Vec<DirOp>,
-    /// Every path this VFS has ever tracked.
-    seen: std::collections::BTreeSet<String>,
-    /// Persistence points so far: writes, truncations, syncs, deletions.
-    points: u64,
-    /// The point at which power goes out, if armed.
-    cut_at: Option<u64>,
-}
-
-struct CrashHooks {
-    state: &'static Mutex<State>,
-    cut: &'static AtomicBool,
-    clock_ms: &'static AtomicI64,
-    model: Model,
-    /// The inner VFS is `unix*`, whose hidden directory syncs are mirrored.
-    inner_is_unix: bool,
-}
-
-fn apply(content: &mut Vec<u8>, op: &ContentOp) {
-    match op {
-        ContentOp::Write { offset, data } => {
-            let start = *offset as usize;
-            if content.len() < start + data.len() {
-                content.resize(start + data.len(), 0);
-            }
-            content[start..start + data.len()].copy_from_slice(data);
-        }
-        ContentOp::Truncate { size } => content.resize(*size as usize, 0),
-    }
-}
-
-impl State {
-    fn new_inode(&mut self, durable: Vec<u8>) -> usize {
-        self.inodes.push(Inode {
-            durable,
-            pending: Vec::new(),
-        });
-        self.inodes.len() - 1
-    }
-
-    fn sync_directory(&mut self) {
-        self.durable_names = self.names.clone();
-        self.pending_names.clear();
-    }
-
-    fn record(&mut self, path: &str, op: ContentOp) {
-        if let Some(&inode) = self.names.get(path) {
-            self.inodes[inode].pending.push(op);
+    fn disk(self) -> disk::Model {
+        match self {
+            Model::DropUnsynced => disk::Model::DropUnsynced,
+            Model::Random => disk::Model::Random,
+            Model::KeepAll => disk::Model::KeepAll,
         }
     }
 }
 
-impl CrashHooks {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+/// The seed's PRNG, as the disk model draws from it.
+impl Draws for Prng {
+    fn below(&mut self, n: u64) -> u64 {
+        Prng::below(self, n)
     }
 
-    /// Counts a persistence point; `Err` once power is out (or goes out now).
-    fn point(&self, state: &mut State, code: c_int) -> Result<(), c_int> {
-        if self.cut.load(Ordering::Acquire) {
-            return Err(code);
-        }
-        state.points += 1;
-        if state.cut_at.is_some_and(|at| state.points >= at) {
-            self.cut.store(true, Ordering::Release);
-            return Err(code);
-        }
-        Ok(())
-    }
-}
-
-impl Hooks for CrashHooks {
-    fn opened(&self, file: &File<'_>) {
-        let Some(path) = file.path else { return };
-        let mut state = self.state();
-        if state.names.contains_key(path) {
-            return;
-        }
-        let on_disk = std::fs::read(path).unwrap_or_default();
-        let first_sight = state.seen.insert(path.to_string());
-        if first_sight && !on_disk.is_empty() {
-            // On disk before this VFS saw it: durable, name and content.
-            let inode = state.new_inode(on_disk);
-            state.names.insert(path.to_string(), inode);
-            state.durable_names.insert(path.to_string(), inode);
-        } else {
-            // Created now (or found empty): neither name nor content durable yet.
-            let inode = state.new_inode(Vec::new());
-            state.inodes[inode].pending.push(ContentOp::Truncate { size: 0 });
-            if !on_disk.is_empty() {
-                state.inodes[inode].pending.push(ContentOp::Write {
-                    offset: 0,
-                    data: on_disk,
-                });
-            }
-            state.names.insert(path.to_string(), inode);
-            state.pending_names.push(DirOp::Link {
-                name: path.to_string(),
-                inode,
-            });
-        }
+    fn coin(&mut self) -> bool {
+        self.chance(Ratio::new(1, 2))
     }
 
-    fn write(&self, file: &File<'_>, offset: i64, data: &[u8]) -> Result<(), c_int> {
-        let Some(path) = file.path else { return Ok(()) };
-        let mut state = self.state();
-        self.point(&mut state, ffi::SQLITE_IOERR_WRITE)?;
-        state.record(
-            path,
-            ContentOp::Write {
-                offset: offset as u64,
-                data: data.to_vec(),
-            },
-        );
-        Ok(())
+    fn index(&mut self, len: usize) -> usize {
+        Prng::index(self, len)
     }
-
-    fn truncate(&self, file: &File<'_>, size: i64) -> Result<(), c_int> {
-        let Some(path) = file.path else { return Ok(()) };
-        let mut state = self.state();
-        self.point(&mut state, ffi::SQLITE_IOERR_TRUNCATE)?;
-        state.record(path, ContentOp::Truncate { size: size as u64 });
-        Ok(())
-    }
-
-    fn sync(&self, file: &File<'_>, _flags: c_int) -> Result<(), c_int> {
-        if file.path.is_none() {
-            return Ok(());
-        }
-        let mut state = self.state();
-        self.point(&mut state, ffi::SQLITE_IOERR_FSYNC)
-    }
-
-    fn synced(&self, file: &File<'_>, _flags: c_int) {
-        let Some(path) = file.path else { return };
-        let mut state = self.state();
-        if let Some(&inode) = state.names.get(path) {
-            let inode = &mut state.inodes[inode];
-            for op in std::mem::take(&mut inode.pending) {
-                apply(&mut inode.durable, &op);
-            }
-        }
-        // The `unix` VFS syncs the directory inside the first sync of a WAL or
-        // journal handle it created (`UNIXFILE_DIRSYNC`).
-        let kind = file.flags & (ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_SUPER_JOURNAL);
-        if self.inner_is_unix && file.syncs == 0 && file.flags & ffi::SQLITE_OPEN_CREATE != 0 && kind != 0 {
-            state.sync_directory();
-        }
-    }
-
-    fn delete(&self, _path: &str, _sync_dir: bool) -> Result<(), c_int> {
-        let mut state = self.state();
-        self.point(&mut state, ffi::SQLITE_IOERR_DELETE)
-    }
-
-    fn deleted(&self, path: &str, sync_dir: bool) {
-        let mut state = self.state();
-        if state.names.remove(path).is_some() {
-            state.pending_names.push(DirOp::Unlink { name: path.to_string() });
-        }
-        if sync_dir {
-            state.sync_directory();
-        }
-    }
-
-    fn device_characteristics(&self, inner: c_int) -> c_int {
-        match self.model {
-            Model::Random => 0,
-            Model::DropUnsynced | Model::KeepAll => inner,
-        }
-    }
-
-    fn current_time_ms(&self) -> Option<i64> {
-        Some(CLOCK_ORIGIN_MS + self.clock_ms.load(Ordering::Relaxed))
-    }
-}
-
-/// What a restore did, for the trace and the reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Restored {
-    /// Unsynced operations applied as they were.
-    pub kept: u64,
-    /// Unsynced operations lost.
-    pub lost: u64,
-    /// Writes torn at sector granularity or garbled.
-    pub torn: u64,
 }
 
 /// A registered crash VFS. One per run: its state is the run's disk.
@@ -311,9 +104,11 @@ pub struct Restored {
 pub struct CrashVfs {
     registered: &'static Registered,
     state: &'static Mutex<State>,
-    cut: &'static AtomicBool,
-    clock_ms: &'static AtomicI64,
+    control: &'static Control,
     model: Model,
+    inner_is_unix: bool,
+    /// The state directory of an outside store's processes (`shared`).
+    shared: Option<&'static Path>,
 }
 
 impl std::fmt::Debug for CrashVfs {
@@ -328,26 +123,66 @@ impl std::fmt::Debug for CrashVfs {
 }
 
 impl CrashVfs {
-    /// Registers a crash VFS called `name` with `model`. Registrations are
-    /// permanent (see `shim`): use a fresh name per run.
+    /// Registers a crash VFS called `name` with `model`, for connections in
+    /// this process. Registrations are permanent (see `shim`): use a fresh
+    /// name per run.
     pub fn register(name: &str, model: Model) -> Result<CrashVfs, VfsError> {
+        let control = Control::leaked();
+        control.model.store(model.disk().code(), Ordering::Release);
         let state: &'static Mutex<State> = Box::leak(Box::default());
-        let cut: &'static AtomicBool = Box::leak(Box::default());
-        let clock_ms: &'static AtomicI64 = Box::leak(Box::default());
+        let inner_is_unix = shim::default_vfs_name().starts_with("unix");
         let hooks = CrashHooks {
-            state,
-            cut,
-            clock_ms,
-            model,
-            inner_is_unix: shim::default_vfs_name().starts_with("unix"),
+            control,
+            sink: Sink::Model(state),
+            inner_is_unix,
+            randomness: None,
+            may_kill: false,
         };
         let registered = shim::register(name, Box::new(hooks))?;
         Ok(CrashVfs {
             registered,
             state,
-            cut,
-            clock_ms,
+            control,
             model,
+            inner_is_unix,
+            shared: None,
+        })
+    }
+
+    /// Lays out the shared state of a run whose connections live in other
+    /// processes (the loadable extension's `CRASHSIM_VFS_STATE`) in `dir`,
+    /// and registers a crash VFS called `name` that logs there too, for the
+    /// connections of this process.
+    pub fn shared(name: &str, model: Model, dir: &Path, seed: u64) -> Result<CrashVfs, VfsError> {
+        CrashVfs::lay_out(name, model, dir, seed, true)
+    }
+
+    /// `shared`, for a run without power loss: the VFS answers the
+    /// simulated clock, seeds SQLite's randomness and counts, and records
+    /// nothing.
+    pub fn clock_only(name: &str, dir: &Path, seed: u64) -> Result<CrashVfs, VfsError> {
+        CrashVfs::lay_out(name, Model::KeepAll, dir, seed, false)
+    }
+
+    fn lay_out(name: &str, model: Model, dir: &Path, seed: u64, record: bool) -> Result<CrashVfs, VfsError> {
+        let io = |error: std::io::Error| VfsError::Io(format!("laying out {}: {error}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let control = Control::create(&dir.join(CONTROL_FILE)).map_err(io)?;
+        std::fs::File::create(dir.join(LOG_FILE)).map_err(io)?;
+        control.model.store(model.disk().code(), Ordering::Release);
+        control.seed.store(seed, Ordering::Release);
+        control.flags.store(if record { RECORD } else { 0 }, Ordering::Release);
+        let (_, registered) =
+            crashsim_vfs::extension::register_logging(shim::api(), dir, name, false, false).map_err(VfsError::Io)?;
+        // What this process registered counts no load of the extension.
+        control.loads.store(0, Ordering::Release);
+        Ok(CrashVfs {
+            registered,
+            state: Box::leak(Box::default()),
+            control,
+            model,
+            inner_is_unix: shim::default_vfs_name().starts_with("unix"),
+            shared: Some(Box::leak(dir.to_path_buf().into_boxed_path())),
         })
     }
 
@@ -359,192 +194,122 @@ impl CrashVfs {
         self.model
     }
 
+    /// The shared state directory, for a run of an outside store.
+    pub fn shared_dir(&self) -> Option<PathBuf> {
+        self.shared.map(Path::to_path_buf)
+    }
+
+    /// The control region (what the processes counted).
+    pub fn control(&self) -> &'static Control {
+        self.control
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Persistence points so far.
     pub fn points(&self) -> u64 {
-        self.state().points
+        self.control.points.load(Ordering::Acquire)
     }
 
     /// Power goes out at persistence point `point` (from 1): that call and
     /// every later one fails.
     pub fn arm(&self, point: u64) {
-        self.state().cut_at = Some(point);
+        self.control.arm(Some(point));
     }
 
     /// Counts persistence points from zero again (a run counts its own,
     /// after its set-up).
     pub fn reset_points(&self) {
-        self.state().points = 0;
+        self.control.points.store(0, Ordering::Release);
     }
 
     /// No cut planned.
     pub fn disarm(&self) {
-        self.state().cut_at = None;
+        self.control.arm(None);
     }
 
     /// Power goes out at the next persistence point. Returns that point.
     pub fn arm_next(&self) -> u64 {
-        let mut state = self.state();
-        let next = state.points + 1;
-        state.cut_at = Some(next);
+        let next = self.points() + 1;
+        self.arm(next);
         next
     }
 
     /// Whether power is out (a cut point was reached).
     pub fn is_cut(&self) -> bool {
-        self.cut.load(Ordering::Acquire)
+        self.control.is_cut()
     }
 
     /// The point power went out at, if it did.
     pub fn cut_point(&self) -> Option<u64> {
-        self.is_cut().then(|| self.state().cut_at).flatten()
+        self.is_cut().then(|| self.control.armed()).flatten()
     }
 
     /// The run is over: frees the files' images and logs (a run's worth of
     /// database pages) and unlinks the VFS, so a long sweep of seeds holds
     /// one run's disk at a time, not every run's. Call once every connection
     /// through it is closed; one still open keeps working, untracked.
+    ///
+    /// A shared VFS also unmaps its control region (a sweep of thousands of
+    /// seeds would otherwise keep one page of each): every connection
+    /// through it must be closed, and every process of the run gone.
     pub fn retire(&self) {
         *self.state() = State::default();
         shim::unregister(self.registered);
+        if self.shared.is_some() {
+            // SAFETY: the VFS that points at the region is unregistered, and
+            // the caller closed every connection through it.
+            unsafe { Control::unmap(self.control) };
+        }
     }
 
     /// Sets the simulated clock (`xCurrentTime`), in ticks (milliseconds).
     pub fn set_clock(&self, tick: u64) {
-        self.clock_ms
-            .store(i64::try_from(tick).unwrap_or(i64::MAX), Ordering::Relaxed);
+        self.control
+            .clock
+            .store(i64::try_from(tick).unwrap_or(i64::MAX), Ordering::Release);
+    }
+
+    /// Reads what other processes logged into the model (a shared run).
+    /// What the model cannot account for is an error: a connection that
+    /// wrote without the VFS, or a change a process could not log.
+    pub fn drain(&self) -> std::io::Result<()> {
+        let Some(dir) = self.shared else {
+            return Ok(());
+        };
+        let mut strays = Strays::default();
+        log::drain(&dir.join(LOG_FILE), &mut self.state(), self.inner_is_unix, &mut strays)?;
+        if let Some(path) = strays.unseen_writes.first() {
+            return Err(std::io::Error::other(format!(
+                "{path} had content the first time crashsim's VFS saw it: a connection wrote it \
+                 without the VFS extension loaded, so its durability cannot be judged"
+            )));
+        }
+        if strays.garbled {
+            return Err(std::io::Error::other(format!(
+                "the VFS log in {} holds a record crashsim cannot read",
+                dir.display()
+            )));
+        }
+        let failed = self.control.log_errors.load(Ordering::Acquire);
+        if failed > 0 {
+            return Err(std::io::Error::other(format!(
+                "{failed} change(s) could not be written to the VFS log in {}",
+                dir.display()
+            )));
+        }
+        Ok(())
     }
 
     /// After a cut, with every connection closed: rewrites each file as the
     /// model leaves it, removes the WAL index, and powers the disk back on.
     pub fn restore(&self, prng: &mut Prng) -> std::io::Result<Restored> {
-        let mut state = self.state();
-        let mut restored = Restored::default();
-        // Names first: which file each path is after the cut.
-        let mut names = state.durable_names.clone();
-        for op in std::mem::take(&mut state.pending_names) {
-            let fate = match self.model {
-                Model::KeepAll => Fate::Keep,
-                Model::DropUnsynced => Fate::Lose,
-                Model::Random => Fate::draw_other(prng),
-            };
-            if !matches!(fate, Fate::Keep) {
-                restored.lost += 1;
-                continue;
-            }
-            restored.kept += 1;
-            match op {
-                DirOp::Link { name, inode } => {
-                    names.insert(name, inode);
-                }
-                DirOp::Unlink { name } => {
-                    names.remove(&name);
-                }
-            }
-        }
-        // Then every file's content.
-        for inode in &mut state.inodes {
-            let mut content = std::mem::take(&mut inode.durable);
-            for op in inode.pending.drain(..) {
-                let fate = match self.model {
-                    Model::KeepAll => Fate::Keep,
-                    Model::DropUnsynced => Fate::Lose,
-                    Model::Random => Fate::draw_content(&op, prng),
-                };
-                match (fate, op) {
-                    (Fate::Keep, op) => {
-                        apply(&mut content, &op);
-                        restored.kept += 1;
-                    }
-                    (Fate::Lose, _) => restored.lost += 1,
-                    (Fate::Tear, ContentOp::Write { mut offset, data }) => {
-                        for sector in data.chunks(SECTOR) {
-                            if prng.chance(Ratio::new(1, 2)) {
-                                let op = ContentOp::Write {
-                                    offset,
-                                    data: sector.to_vec(),
-                                };
-                                apply(&mut content, &op);
-                            }
-                            offset += sector.len() as u64;
-                        }
-                        restored.torn += 1;
-                    }
-                    (Fate::Garble, ContentOp::Write { offset, mut data }) => {
-                        let sectors = data.len().div_ceil(SECTOR).max(1);
-                        let start = prng.index(sectors) * SECTOR;
-                        let end = (start + SECTOR).min(data.len());
-                        for byte in &mut data[start..end] {
-                            *byte = prng.below(256) as u8;
-                        }
-                        apply(&mut content, &ContentOp::Write { offset, data });
-                        restored.torn += 1;
-                    }
-                    (Fate::Tear | Fate::Garble, op) => {
-                        apply(&mut content, &op);
-                        restored.kept += 1;
-                    }
-                }
-            }
-            inode.durable = content;
-        }
-        // Write the result: every path ever seen exists or not as `names` says.
-        let paths: Vec<String> = state.names.keys().chain(state.durable_names.keys()).cloned().collect();
-        let mut seen = std::collections::BTreeSet::new();
-        for path in paths.into_iter().filter(|path| seen.insert(path.clone())) {
-            match names.get(&path) {
-                Some(&inode) => std::fs::write(&path, &state.inodes[inode].durable)?,
-                None => remove(&path)?,
-            }
-            if !path.ends_with("-wal") && !path.ends_with("-journal") {
-                remove(&format!("{path}-shm"))?;
-            }
-        }
-        state.names = names.clone();
-        state.durable_names = names;
-        state.cut_at = None;
-        self.cut.store(false, Ordering::Release);
+        self.drain()?;
+        let restored = self.state().restore(self.model.disk(), prng)?;
+        self.control.power_on();
         Ok(restored)
-    }
-}
-
-fn remove(path: &str) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
-    }
-}
-
-/// What the `random` model does with one unsynced operation.
-enum Fate {
-    Keep,
-    Lose,
-    Tear,
-    Garble,
-}
-
-impl Fate {
-    fn draw_content(op: &ContentOp, prng: &mut Prng) -> Fate {
-        match op {
-            ContentOp::Write { .. } => match prng.below(8) {
-                0..=3 => Fate::Keep,
-                4 | 5 => Fate::Lose,
-                6 => Fate::Tear,
-                _ => Fate::Garble,
-            },
-            ContentOp::Truncate { .. } => Fate::draw_other(prng),
-        }
-    }
-
-    fn draw_other(prng: &mut Prng) -> Fate {
-        if prng.chance(Ratio::new(1, 2)) {
-            Fate::Keep
-        } else {
-            Fate::Lose
-        }
     }
 }
 
@@ -712,9 +477,9 @@ mod tests {
         let path = dir.path().join("t.db");
         let conn = open(&path, &vfs, "WAL", "FULL");
         insert_until_cut(&conn, 5);
-        assert!(!vfs.state().inodes.is_empty());
+        assert!(!vfs.state().is_empty());
         vfs.retire();
-        assert!(vfs.state().inodes.is_empty() && vfs.state().names.is_empty());
+        assert!(vfs.state().is_empty());
         // The open connection keeps working, untracked.
         assert_eq!(insert_until_cut(&conn, 5), 5);
         drop(conn);
@@ -724,15 +489,8 @@ mod tests {
 
     #[test]
     fn device_characteristics_match_the_model() {
-        let hooks = |model| CrashHooks {
-            state: Box::leak(Box::default()),
-            cut: Box::leak(Box::default()),
-            clock_ms: Box::leak(Box::default()),
-            model,
-            inner_is_unix: true,
-        };
         let claimed = ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE;
-        assert_eq!(hooks(Model::Random).device_characteristics(claimed), 0);
-        assert_eq!(hooks(Model::DropUnsynced).device_characteristics(claimed), claimed);
+        assert_eq!(Model::Random.disk().device_characteristics(claimed), 0);
+        assert_eq!(Model::DropUnsynced.disk().device_characteristics(claimed), claimed);
     }
 }

@@ -1,27 +1,28 @@
-//! SQLite VFS shims: VFSes registered through `rusqlite::ffi` that forward
+//! SQLite VFS shims: VFSes registered in crashsim's own SQLite that forward
 //! every call to another VFS (the platform's default, `unix` on Linux) and
-//! observe or alter what passes through.
+//! observe or alter what passes through. The forwarding layer, the disk
+//! model and the loadable extension are the `crashsim_vfs` crate; here is
+//! what crashsim builds on them.
 //!
-//! - `shim`: the forwarding layer and its `Hooks` trait; the only `unsafe`
-//!   code in crashsim, with its invariants documented there.
+//! - `shim`: the forwarding layer bound to the SQLite crashsim links.
 //! - `counting`: counts syncs, directory syncs, writes and opens, so the
 //!   bench reports fsyncs per commit as counted, not as assumed.
-//! - `crash`: keeps each file's durable image and the writes since, and at a
-//!   power cut rewrites the files as a chosen model of the disk would leave
-//!   them.
+//! - `crash`: a run's disk under power loss, in this process or shared with
+//!   an outside store's processes through the extension.
 //! - `clock`: answers SQLite's clock with the simulated one (runs without
 //!   power loss; the crash VFS does the same) and, for in-process stores,
 //!   keeps the files' bytes in memory (`memory`).
-//! - `memory`: the in-memory file images a shim can serve reads, writes,
-//!   truncations, sizes and syncs from, while locks stay real.
+//! - `extension`: the loadable extension's file, built into this binary.
 //!
 //! A connection uses a VFS by name (`store::connection::open_via`).
 
 pub mod clock;
 pub mod counting;
 pub mod crash;
-pub mod memory;
+pub mod extension;
 pub mod shim;
+
+pub use crashsim_vfs::memory;
 
 pub use clock::ClockVfs;
 pub use counting::{CountingVfs, Counts};

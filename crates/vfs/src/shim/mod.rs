@@ -43,9 +43,10 @@ use std::ffi::{CStr, CString, c_int, c_void};
 use std::sync::{Mutex, PoisonError};
 use std::{mem, ptr};
 
-use rusqlite::ffi;
+use crate::ffi;
 
-use super::memory::{Image, Images};
+use crate::ffi::Api;
+use crate::memory::{Image, Images};
 
 mod mapping;
 mod system;
@@ -53,17 +54,29 @@ use mapping::*;
 use system::*;
 
 /// Why a VFS could not be registered.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum VfsError {
-    #[error("VFS name {0:?} contains a NUL byte")]
     BadName(String),
-    #[error("a VFS called {0:?} is already registered")]
     NameTaken(String),
-    #[error("SQLite has no default VFS to forward to")]
     NoDefault,
-    #[error("sqlite3_vfs_register failed with code {0}")]
     Register(c_int),
+    /// The state a VFS needs could not be laid out or reached.
+    Io(String),
 }
+
+impl std::fmt::Display for VfsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VfsError::BadName(name) => write!(f, "VFS name {name:?} contains a NUL byte"),
+            VfsError::NameTaken(name) => write!(f, "a VFS called {name:?} is already registered"),
+            VfsError::NoDefault => write!(f, "SQLite has no default VFS to forward to"),
+            VfsError::Register(code) => write!(f, "sqlite3_vfs_register failed with code {code}"),
+            VfsError::Io(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for VfsError {}
 
 /// A file as the hooks see it.
 pub struct File<'a> {
@@ -120,6 +133,12 @@ pub trait Hooks: Send + Sync + 'static {
     fn current_time_ms(&self) -> Option<i64> {
         None
     }
+    /// Fills `out` with SQLite's randomness (`xRandomness`) and says so, or
+    /// `false`: the inner VFS's.
+    fn randomness(&self, out: &mut [u8]) -> bool {
+        let _ = out;
+        false
+    }
     /// Where the bytes of databases, WALs and journals live instead of their
     /// real files (`memory`), or `None`: in the real files.
     fn images(&self) -> Option<&Images> {
@@ -137,6 +156,8 @@ pub struct Registered {
     /// The inner VFS's name (`unix`, …).
     inner_name: String,
     hooks: Box<dyn Hooks>,
+    /// The SQLite functions to (un)register with.
+    api: Api,
 }
 
 // SAFETY: `inner` points at a VFS that SQLite keeps for the life of the
@@ -167,7 +188,7 @@ pub fn unregister(registered: &'static Registered) {
     // SAFETY: the struct was registered by `register` and lives for the
     // process; unregistering a VFS that is not in the list is a no-op.
     unsafe {
-        ffi::sqlite3_vfs_unregister(registered.vfs.get());
+        (registered.api.vfs_unregister)(registered.vfs.get());
     }
 }
 
@@ -175,10 +196,10 @@ pub fn unregister(registered: &'static Registered) {
 static REGISTRY: Mutex<()> = Mutex::new(());
 
 /// The default VFS's name, without registering anything.
-pub fn default_vfs_name() -> String {
+pub fn default_vfs_name(api: &Api) -> String {
     // SAFETY: plain SQLite API; the default VFS and its name live for the process.
     unsafe {
-        let vfs = ffi::sqlite3_vfs_find(ptr::null());
+        let vfs = (api.vfs_find)(ptr::null());
         if vfs.is_null() || (*vfs).zName.is_null() {
             return "none".to_string();
         }
@@ -186,18 +207,20 @@ pub fn default_vfs_name() -> String {
     }
 }
 
-/// Registers a VFS called `name` that forwards to the default VFS (without
-/// becoming the default) and calls `hooks`. Permanent: see the module docs.
-pub fn register(name: &str, hooks: Box<dyn Hooks>) -> Result<&'static Registered, VfsError> {
+/// Registers a VFS called `name` that forwards to the default VFS and calls
+/// `hooks`; it becomes the default itself if `make_default` (the loadable
+/// extension's way into a store's own `connect(path)`). Permanent: see the
+/// module docs.
+pub fn register(
+    api: Api,
+    name: &str,
+    hooks: Box<dyn Hooks>,
+    make_default: bool,
+) -> Result<&'static Registered, VfsError> {
     let c_name = CString::new(name).map_err(|_| VfsError::BadName(name.to_string()))?;
     let _guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: plain SQLite API calls; both initialise SQLite if needed.
-    let (taken, inner) = unsafe {
-        (
-            !ffi::sqlite3_vfs_find(c_name.as_ptr()).is_null(),
-            ffi::sqlite3_vfs_find(ptr::null()),
-        )
-    };
+    let (taken, inner) = unsafe { (!(api.vfs_find)(c_name.as_ptr()).is_null(), (api.vfs_find)(ptr::null())) };
     if taken {
         return Err(VfsError::NameTaken(name.to_string()));
     }
@@ -219,6 +242,7 @@ pub fn register(name: &str, hooks: Box<dyn Hooks>) -> Result<&'static Registered
         inner,
         inner_name,
         hooks,
+        api,
     }));
     let vfs = registered.vfs.get();
     // SAFETY: SQLite has not seen this struct yet, so nothing else reads it;
@@ -226,7 +250,7 @@ pub fn register(name: &str, hooks: Box<dyn Hooks>) -> Result<&'static Registered
     let rc = unsafe {
         (*vfs).zName = registered.name.as_ptr();
         (*vfs).pAppData = registered as *const Registered as *mut c_void;
-        ffi::sqlite3_vfs_register(vfs, 0)
+        (api.vfs_register)(vfs, c_int::from(make_default))
     };
     if rc != ffi::SQLITE_OK {
         return Err(VfsError::Register(rc));

@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
-use rusqlite::ffi;
+use crate::ffi;
 
 use super::parts;
 

@@ -4,7 +4,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
 
-use rusqlite::ffi;
+use crate::ffi;
 
 use super::registered;
 
@@ -102,13 +102,11 @@ pub(super) unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, size: c_i
     }
 }
 
-pub(super) type DlSym = unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char);
-
 pub(super) unsafe extern "C" fn x_dl_sym(
     vfs: *mut ffi::sqlite3_vfs,
     handle: *mut c_void,
     symbol: *const c_char,
-) -> Option<DlSym> {
+) -> Option<ffi::DlSym> {
     // SAFETY: see `registered`.
     unsafe {
         let (inner, methods) = inner_vfs(vfs);
@@ -127,8 +125,12 @@ pub(super) unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *
 }
 
 pub(super) unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: see `registered`.
+    // SAFETY: see `registered`; SQLite passes `size` writable bytes at `out`.
     unsafe {
+        let bytes = std::slice::from_raw_parts_mut(out as *mut u8, usize::try_from(size).unwrap_or(0));
+        if registered(vfs).hooks.randomness(bytes) {
+            return size;
+        }
         let (inner, methods) = inner_vfs(vfs);
         methods.xRandomness.map_or(0, |randomness| randomness(inner, size, out))
     }
