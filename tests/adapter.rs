@@ -46,6 +46,7 @@ fn config(dir: &Path, journal_mode: JournalMode) -> SystemConfig {
         leases: false,
         retries: false,
         dedup_retention: false,
+        vfs_state: None,
     }
 }
 
@@ -275,9 +276,6 @@ fn flags_that_contradict_are_bad_input() {
     let output = crashsim(&["run", "smoke", "--sut", "true", "--mutant", "no_dedup", "--no-report"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--sut and --mutant"), "{}", stderr(&output));
-    let output = crashsim(&["run", "power_loss", "--seeds", "1", "--no-report", "--mode", "process"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("power loss"), "{}", stderr(&output));
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! Process mode: every connection a `crashsim serve` process, spoken to over
 //! the adapter protocol and killed with SIGKILL at kill points. The same
 //! seed injects the same faults and gives the same trace and verdict as
-//! in-process mode, and a writer killed right after its commit leaves the
-//! event durable for the next opener to recover.
+//! in-process mode (a `call` role goes further: its process is killed
+//! inside its calls through crashsim's VFS), a writer killed right after its commit leaves the
+//! event durable for the next opener to recover, and power cuts reach the
+//! served store through crashsim's VFS.
 
 mod common;
 
@@ -102,6 +104,24 @@ fn both_modes_agree_on_the_reference_and_every_mutant() {
     for mutant in &MUTANTS {
         let loaded = base.clone().with_mutant(mutant.name).unwrap();
         let (inside, outside) = both(&loaded, 2);
+        let roles = crashsim::store::Implementation::roles(mutant);
+        if !KillPoint::unreachable(roles).is_empty() {
+            // A `call` role: in-process nothing comes inside the call, while
+            // `crashsim serve`'s SQLite runs crashsim's VFS, through which
+            // its process is killed inside the call too. Process mode goes
+            // further; it must catch the mutant at the point in-process
+            // cannot reach.
+            let reached = |result: &SeedResult| {
+                KillPoint::unreachable(roles)
+                    .iter()
+                    .map(|point| result.kills.reached[point.index()])
+                    .sum::<u64>()
+            };
+            assert_eq!(reached(&inside), 0, "{}", mutant.name);
+            assert!(reached(&outside) > 0, "{}: killed inside its calls", mutant.name);
+            assert!(!outside.ok, "{}: caught in process mode", mutant.name);
+            continue;
+        }
         assert_eq!(inside.injected, outside.injected, "{}: the same faults", mutant.name);
         assert_eq!(
             inside.violations, outside.violations,
@@ -112,13 +132,29 @@ fn both_modes_agree_on_the_reference_and_every_mutant() {
     }
 }
 
+/// Power loss reaches `crashsim serve` through the crash VFS it registers
+/// from the shared state (the loadable extension's way): the reference
+/// passes with real cuts, and `sync_off` leaves a ghost effect (I4) after a
+/// cut, as in-process.
 #[test]
-fn process_mode_refuses_what_it_cannot_run() {
-    let dir = work_dir();
-    let loaded = load("scenarios/power_loss.toml");
-    let error = run_seed(&loaded, 0, &options(dir.path(), process(&loaded))).unwrap_err();
-    let message = format!("{:#}", anyhow::Error::from(error));
-    assert!(message.contains("power loss"), "{message}");
+fn process_mode_cuts_the_power_too() {
+    let base = load("tests/fixtures/power_bytes.toml");
+    let (inside, outside) = both(&base, 0);
+    assert!(inside.ok && outside.ok, "{:#?}", outside.violations);
+    let cuts = |result: &SeedResult| {
+        result
+            .events
+            .iter()
+            .flatten()
+            .filter(|event| matches!(event.op, Op::PowerCut { .. }))
+            .count()
+    };
+    assert!(cuts(&outside) >= 1, "the scripted cut, at least");
+    let loaded = base.with_mutant("sync_off").unwrap();
+    let (inside, outside) = both(&loaded, 0);
+    let first = |result: &SeedResult| result.violations.first().map(|violation| violation.invariant);
+    assert_eq!(first(&inside), Some(crashsim::check::Invariant::I4));
+    assert_eq!(first(&outside), first(&inside), "{:#?}", outside.violations);
 }
 
 /// Leases over the protocol: `crashsim serve` declares the capability, and

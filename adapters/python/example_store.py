@@ -46,12 +46,23 @@ Options:
   two_transactions  insert_event commits the event and opens a new transaction
                     for its commands. A kill before `commit` leaves an event
                     without its commands (a lost command). -> I5, I1.
-                    Unreachable at `call` granularity (no kill inside append).
+                    At `call` granularity crashsim kills the process inside
+                    `append` through its VFS extension (the SDK loads it).
   max_seq           insert_event appends at MAX(seq)+1 whatever expected_seq
                     says: stale writers are not rejected. -> I3.
   sync_normal       PRAGMA synchronous=NORMAL "for speed" whatever the hello
                     asks (`open` reports 1): commits acknowledged before a
                     power cut may vanish. -> I9.
+  sync_normal_hidden
+                    As sync_normal, but `open` reports the level the hello
+                    asked for instead of reading it back: only what the
+                    store's SQLite did shows it (commits acknowledged with no
+                    sync, counted by crashsim's VFS; commits lost). -> I9.
+  pragmas_once      PRAGMA synchronous is set on the first connection only
+                    (the one that creates the file), as if it were stored in
+                    the database like journal_mode: every later connection
+                    runs SQLite's compiled-in default. -> I9 wherever the
+                    scenario asks for another level (sync_normal.toml).
   uuid_ids          command_id = str(uuid.uuid4()) instead of the derived id:
                     runs are no longer deterministic (--check-determinism
                     names the first differing answer), and a command retried
@@ -96,6 +107,8 @@ KNOWN_BUGS = (
     "two_transactions",
     "max_seq",
     "sync_normal",
+    "sync_normal_hidden",
+    "pragmas_once",
     "uuid_ids",
     "dedup_apart",
     "body_key",
@@ -191,6 +204,7 @@ OUTBOX_COLUMNS = (
 
 def connect(database):
     """A connection with every per-connection setting the hello asks for."""
+    first = not os.path.exists(database.path)
     conn = sqlite3.connect(
         database.path,
         timeout=database.busy_timeout_ms / 1000,  # 0: answer busy at once
@@ -201,11 +215,18 @@ def connect(database):
         raise RuntimeError(
             f"journal_mode stayed {mode}, wanted {database.journal_mode}"
         )
-    if "sync_normal" in BUGS:
+    if BUGS & {"sync_normal", "sync_normal_hidden"}:
         conn.execute("PRAGMA synchronous=NORMAL")  # "NORMAL is safe enough in WAL"
+    elif "pragmas_once" in BUGS and not first:
+        pass  # "set when the database was created"
     else:
         conn.execute(f"PRAGMA synchronous={database.synchronous}")
     return conn
+
+
+def reported_level(database):
+    """What `open` reports under sync_normal_hidden: the level asked for."""
+    return ca.SYNCHRONOUS_LEVELS[database.synchronous]
 
 
 def add_columns(conn, table, columns):
@@ -249,6 +270,8 @@ class Store:
         self.connection = connect(settings.store)
         # Whether the run has retry timers (every process gets the same hello).
         self.retries = settings.retries
+        if "sync_normal_hidden" in BUGS:
+            self.synchronous = lambda: reported_level(settings.store)
 
     @classmethod
     def setup(cls, settings):
@@ -484,6 +507,8 @@ class Receiver:
         self.hotel_failure = settings.hotel_failure
         # With a retention, each record carries the tick it was applied at.
         self.stamps = settings.dedup_retention
+        if "sync_normal_hidden" in BUGS:
+            self.synchronous = lambda: reported_level(settings.receiver)
 
     @classmethod
     def setup(cls, settings):

@@ -195,9 +195,17 @@ fn advance(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, handling: &mut Handli
 }
 
 /// The whole request as one call, for a receiver of `call` granularity:
-/// `receiver.before_effect_commit` is never reached.
+/// `receiver.before_effect_commit` is reached only where the simulator can
+/// kill the store's process inside the call.
 fn handle_call(ctx: &mut Ctx<'_>, receiver: &mut dyn Receiver, request: &Request) -> Result<Outcome, Next> {
-    let handled = retry_or_crash(ctx, "handle", receiver.handle(request))?;
+    // Where the store's process can die inside the call, it dies there.
+    let dies = ctx.kill_inside_call(KillPoint::ReceiverBeforeEffectCommit);
+    let handled = receiver.handle(request);
+    if dies {
+        ctx.call_over();
+        return Err(Next::Killed(KillPoint::ReceiverBeforeEffectCommit));
+    }
+    let handled = retry_or_crash(ctx, "handle", handled)?;
     let found = match &handled.outcome {
         Outcome::Applied { .. } => Lookup::New,
         Outcome::Duplicate { result } => Lookup::Seen { result: result.clone() },

@@ -382,9 +382,12 @@ impl Writer {
 
 impl Writer {
     /// The whole append as one call, for a store of `call` granularity:
-    /// nothing can come between its statements, so `writer.before_commit`
-    /// is never reached.
+    /// nothing can come between its statements. `writer.before_commit` is
+    /// reached only where the simulator can kill the store's process inside
+    /// the call (at one of the persistence points it makes); the writer
+    /// then dies with it, whatever the call answered.
     fn append_call(&mut self, ctx: &mut Ctx<'_>, append: &mut Append) -> Result<Option<Next>, Next> {
+        let dies = ctx.kill_inside_call(KillPoint::WriterBeforeCommit);
         let appended = self.store.append_with_commands(
             &append.workflow_id,
             append.expected_seq,
@@ -392,6 +395,10 @@ impl Writer {
             &append.event.payload,
             &append.commands,
         );
+        if dies {
+            ctx.call_over();
+            return Err(Next::Killed(KillPoint::WriterBeforeCommit));
+        }
         if let Err(StoreError::Conflict { .. }) = appended {
             ctx.record(Op::Conflict {
                 workflow_id: append.workflow_id.clone(),

@@ -42,6 +42,30 @@ pub struct Adapter {
     identity: Identity,
     engine: &'static dyn Engine,
     files: BTreeMap<String, String>,
+    vfs: VfsProbe,
+}
+
+/// Whether the adapter's SQLite loaded crashsim's VFS extension when its
+/// probe was handed one: read from what the extension itself counted in
+/// the shared state, not from the adapter's word.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VfsProbe {
+    /// `sqlite3_libversion_number()` of the SQLite that loaded it.
+    pub sqlite_version: Option<u64>,
+    /// Why the extension could not be offered at all (crashsim's side).
+    pub unavailable: Option<String>,
+}
+
+impl VfsProbe {
+    pub fn loaded(&self) -> bool {
+        self.sqlite_version.is_some()
+    }
+
+    /// `3.40.1` from `3040001`.
+    pub fn version_text(&self) -> Option<String> {
+        self.sqlite_version
+            .map(|n| format!("{}.{}.{}", n / 1_000_000, n / 1_000 % 1_000, n % 1_000))
+    }
 }
 
 impl std::fmt::Debug for Adapter {
@@ -62,9 +86,29 @@ impl Adapter {
     /// Starts `command` once, reads its handshake, and kills it.
     pub fn probe(command: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
         let probe_dir = tempfile::tempdir().map_err(|error| AdapterError(format!("a temporary folder: {error}")))?;
-        let config = default_config(probe_dir.path());
+        let mut config = default_config(probe_dir.path());
+        // Offer the VFS extension, to learn whether the adapter's SQLite
+        // loads it (what power loss and the simulated clock need).
+        let shared = crate::vfs::CrashVfs::clock_only(
+            &crate::vfs::crash::unique_name("probe"),
+            &probe_dir.path().join("vfs"),
+            0,
+        );
+        let mut vfs = VfsProbe::default();
+        match &shared {
+            Ok(shared) => config.vfs_state = shared.shared_dir(),
+            Err(error) => vfs.unavailable = Some(error.to_string()),
+        }
+        let env = match system::vfs_env(&config) {
+            Ok(env) => env,
+            Err(error) => {
+                vfs.unavailable = Some(error.to_string());
+                Vec::new()
+            }
+        };
         let log = std::rc::Rc::new(std::cell::RefCell::new(RunLog {
             dir: probe_dir.path().to_path_buf(),
+            env,
             ..RunLog::default()
         }));
         let started = AdapterProcess::spawn(command, "probe", timeout, &log);
@@ -79,6 +123,14 @@ impl Adapter {
         };
         let identity = system::shake_hands(&mut process, &config, Purpose::Probe, &who, command)
             .map_err(|error| AdapterError(message_of(error, command, &stderr_tail())))?;
+        if let Ok(shared) = &shared {
+            let control = shared.control();
+            if control.loads.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                vfs.sqlite_version = Some(control.sqlite_version.load(std::sync::atomic::Ordering::Acquire));
+            }
+            drop(process);
+            shared.retire();
+        }
         if identity.roles.store.is_none() && identity.roles.receiver.is_none() {
             return Err(AdapterError(format!(
                 "the adapter `{command}` serves no role: its handshake lists neither `store` nor `receiver`"
@@ -94,6 +146,7 @@ impl Adapter {
             identity,
             engine: &ReferenceEngine,
             files: file_hashes(command),
+            vfs,
         })
     }
 
@@ -122,6 +175,11 @@ impl Adapter {
     /// script), so a replay capsule can tell when the store changed.
     pub fn files(&self) -> &BTreeMap<String, String> {
         &self.files
+    }
+
+    /// What the probe learnt of the VFS extension.
+    pub fn vfs(&self) -> &VfsProbe {
+        &self.vfs
     }
 
     pub fn served(&self) -> Served {
@@ -190,6 +248,10 @@ impl Implementation for Adapter {
         false
     }
 
+    fn kills_inside_calls(&self) -> bool {
+        self.vfs.loaded()
+    }
+
     /// Leases need the store role: crashsim's reference serves them, an
     /// adapter's store only if its handshake declares the capability.
     fn leases(&self) -> bool {
@@ -221,6 +283,7 @@ pub fn default_config(dir: &Path) -> SystemConfig {
         leases: false,
         retries: false,
         dedup_retention: false,
+        vfs_state: None,
     }
 }
 
@@ -250,6 +313,35 @@ pub fn tail(text: &str, lines: usize) -> String {
         .map(|line| format!("  | {line}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `text`, then the tail of every non-empty stderr file a run's or a
+/// session's processes left in `dir/adapter/`, read now (the directory may
+/// go soon): what an error about an adapter should show.
+pub fn with_stderr_tails(dir: &Path, text: &str) -> String {
+    let mut text = text.to_string();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("adapter"))
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    for file in files
+        .iter()
+        .filter(|file| file.extension().is_some_and(|ext| ext == "stderr"))
+    {
+        let stderr = std::fs::read_to_string(file).unwrap_or_default();
+        if !stderr.trim().is_empty() {
+            let label = file.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
+            text.push_str(&format!(
+                "\nthe stderr of its {label} process ended with:\n{}",
+                tail(&stderr, 12)
+            ));
+        }
+    }
+    text
 }
 
 /// SHA-256 (first 16 hex digits) of every word of `command` that names a

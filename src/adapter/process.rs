@@ -41,6 +41,8 @@ pub struct RunLog {
     pub transcript: Vec<Exchange>,
     /// Every process started, in order.
     pub processes: Vec<ProcessRecord>,
+    /// Variables every process of the run is started with (the crash VFS's).
+    pub env: Vec<(String, String)>,
 }
 
 /// One request and its answer (the answer is empty if none came).
@@ -122,6 +124,7 @@ impl AdapterProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .env("CRASHSIM_ADAPTER_PROTOCOL", protocol::VERSION.to_string())
+            .envs(log.borrow().env.iter().map(|(key, value)| (key, value)))
             .process_group(0)
             .spawn()
             .map_err(|error| CallError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;

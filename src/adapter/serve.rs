@@ -39,6 +39,21 @@ pub fn main(name: &str) -> u8 {
         eprintln!("crashsim serve: {name} shares state between connections and cannot be served one per process");
         return 2;
     }
+    // A run with power loss: this process's SQLite goes through the crash
+    // VFS, as an outside store's does once it loads the extension.
+    if let Some(dir) = std::env::var_os(crate::vfs::extension::ENV_STATE) {
+        let registered = crashsim_vfs::extension::register_logging(
+            crate::vfs::shim::api(),
+            std::path::Path::new(&dir),
+            crashsim_vfs::extension::VFS_NAME,
+            true,
+            true,
+        );
+        if let Err(message) = registered {
+            eprintln!("crashsim serve: the crash VFS: {message}");
+            return 2;
+        }
+    }
     let mut server = Server {
         name: name.to_string(),
         implementation,
@@ -115,6 +130,7 @@ impl Server<'_> {
                     leases: hello.leases,
                     retries: hello.retries,
                     dedup_retention: hello.dedup_retention,
+                    vfs_state: None,
                 };
                 self.config = Some((config, hello.actor, hello.incarnation));
                 let identity = Identity {

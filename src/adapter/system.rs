@@ -90,6 +90,7 @@ impl AdapterSystem {
         let log = Rc::new(RefCell::new(RunLog {
             dir,
             run_dir,
+            env: vfs_env(config)?,
             ..RunLog::default()
         }));
         let mut system = AdapterSystem {
@@ -257,4 +258,23 @@ impl System for AdapterSystem {
         }
         artifacts
     }
+}
+
+/// What tells a run's processes to load crashsim's VFS extension, and
+/// where its shared state is: nothing for a run without power loss.
+pub(super) fn vfs_env(config: &SystemConfig) -> Result<Vec<(String, String)>> {
+    let Some(state) = &config.vfs_state else {
+        return Ok(Vec::new());
+    };
+    let extension = crate::vfs::extension::path().map_err(StoreError::Environment)?;
+    Ok(vec![
+        (
+            crate::vfs::extension::ENV_EXTENSION.to_string(),
+            extension.display().to_string(),
+        ),
+        (
+            crate::vfs::extension::ENV_STATE.to_string(),
+            state.display().to_string(),
+        ),
+    ])
 }

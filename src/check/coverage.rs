@@ -53,16 +53,23 @@ pub fn exercised(events: &[TraceEvent]) -> BTreeSet<Invariant> {
             Op::Begin => {
                 open.insert(event.actor);
             }
-            Op::Commit { .. } => {
+            Op::Commit { appended } => {
                 open.remove(&event.actor);
+                // A `call` append records its commands only here.
+                commands |= appended.iter().any(|append| !append.command_ids.is_empty());
             }
             Op::Rollback => {
                 open.remove(&event.actor);
                 seen.extend([Invariant::I4, Invariant::I5]);
             }
-            Op::Kill { .. } => {
+            Op::Kill { point } => {
                 interrupted = true;
-                if open.remove(&event.actor) {
+                // Killed inside a transaction: one opened step by step, or
+                // one `call` the kill landed inside (through the VFS).
+                let inside_a_call = [KillPoint::WriterBeforeCommit, KillPoint::ReceiverBeforeEffectCommit]
+                    .iter()
+                    .any(|inside| inside.name() == point);
+                if open.remove(&event.actor) || inside_a_call {
                     seen.extend([Invariant::I4, Invariant::I5]);
                 }
             }

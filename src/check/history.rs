@@ -42,6 +42,9 @@ pub struct History<'a> {
     /// The `synchronous` level each connection reported when it opened, as
     /// (tick, actor, level).
     pub opens: Vec<(u64, ActorId, u8)>,
+    /// Commits acknowledged with no sync under a `synchronous` that demands
+    /// one, as (tick, actor, database).
+    pub unsynced: Vec<(u64, ActorId, &'a str)>,
     /// Probes answered (key-conflict and near-miss ones), as (tick, key, outcome).
     pub probe_replies: Vec<(u64, &'a str, &'a Outcome)>,
     /// Near-miss probes: each near-miss key, with the key it is near and how
@@ -140,6 +143,7 @@ impl<'a> History<'a> {
                     synchronous: Some(level),
                     ..
                 } => history.opens.push((event.tick, event.actor, *level)),
+                Op::Unsynced { database } => history.unsynced.push((event.tick, event.actor, database)),
                 Op::Apply { key, effect_id, .. } => {
                     history.apply_ticks.insert(*effect_id, event.tick);
                     applying.insert(event.actor, (key, *effect_id));

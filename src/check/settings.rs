@@ -4,6 +4,11 @@
 //! and `synchronous` belongs to the connection, not the file: an
 //! implementation that applies it once (mistake 10) leaves later
 //! connections on the compiled-in default.
+//!
+//! Two kinds of evidence: the level each connection reports when it opens,
+//! and, for an outside store whose SQLite loaded crashsim's VFS extension,
+//! what that SQLite did: a commit acknowledged with no sync at all
+//! (`Op::Unsynced`) ran below FULL, whatever the adapter reported.
 
 use super::{History, Input, Invariant, Violation};
 use crate::actors::Role;
@@ -39,6 +44,26 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 .ticks([*tick]),
             );
         }
+    }
+    // What the store's SQLite did, whatever its `open` reported: a commit
+    // under FULL syncs at least once (the WAL, or the journal and database).
+    for (tick, actor, database) in &history.unsynced {
+        let expected = match *database {
+            "receiver" => input.synchronous.receiver,
+            _ => input.synchronous.store,
+        };
+        violations.push(
+            Violation::new(
+                Invariant::I9,
+                format!(
+                    "{actor} committed to the {database} at tick {tick} and the commit was acknowledged \
+                     without a single sync reaching the disk (counted by crashsim's VFS under the store's \
+                     SQLite): the connection does not run synchronous={} ({expected}), whatever it reported",
+                    name(expected)
+                ),
+            )
+            .ticks([*tick]),
+        );
     }
     violations
 }

@@ -45,7 +45,20 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::BadInput);
     };
     println!("{}", choice.describe());
-    let unreachable = KillPoint::unreachable(crate::store::Implementation::roles(&**adapter));
+    let vfs = adapter.vfs();
+    let extension = match (vfs.version_text(), &vfs.unavailable) {
+        (Some(version), _) => {
+            format!("loaded by its SQLite {version}: power loss, the simulated clock and seeded randomness reach it")
+        }
+        (None, Some(why)) => format!("not offered: {why}"),
+        (None, None) => format!(
+            "NOT loaded: scenarios with power loss stop with exit code 2, and its SQLite reads the \
+             machine's clock (docs/adapter-protocol.md, \"Power loss\"; its stderr says why: {})",
+            crate::vfs::extension::ENV_EXTENSION
+        ),
+    };
+    println!("crash VFS extension: {extension}");
+    let unreachable = KillPoint::unreachable_by(&**adapter);
     println!("\nkill points:");
     for point in KillPoint::ALL {
         let reach = if unreachable.contains(&point) {

@@ -53,7 +53,7 @@ impl RunOutcome {
             .iter()
             .map(|result| (result.seed, with_hash(&harness.replay_call(result.seed), result)))
             .collect();
-        let unreachable = KillPoint::unreachable(harness.implementation.roles());
+        let unreachable = KillPoint::unreachable_by(harness.implementation);
         let summary = summarize(
             loaded,
             harness.implementation.name(),

@@ -147,14 +147,6 @@ pub fn run_seed_on(
     options: &Options,
     faults: FaultSource,
 ) -> Result<SeedResult, RunError> {
-    if !implementation.in_process() && loaded.scenario.power_enabled() {
-        return Err(RunError::Unsupported(format!(
-            "{} runs its connections in other processes, which the crash VFS cannot reach: \
-             scenario {} has power loss",
-            implementation.name(),
-            loaded.label()
-        )));
-    }
     if loaded.scenario.leases.is_some() && !implementation.leases() {
         let missing = match implementation.in_process() {
             true => format!(

@@ -88,6 +88,27 @@ impl<'a> World<'a> {
 /// `KillGate`; a trait object so that `Ctx` need not name its lifetimes).
 pub trait Gate {
     fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool;
+    /// The actor reached `point` just before one call that holds a whole
+    /// transaction (`call` granularity): true if it dies inside that call,
+    /// at a persistence point its store's SQLite makes (an outside store
+    /// with crashsim's VFS extension loaded); false where that cannot be.
+    fn inside_call(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
+        let _ = (now, actor, point);
+        false
+    }
+    /// The call `inside_call` was asked about is over.
+    fn call_over(&mut self) {}
+}
+
+/// Persistence points a kill inside a call is armed within: a few writes
+/// and syncs, about one commit's worth (a call that makes fewer dies as it
+/// returns, before the actor hears its answer).
+const INSIDE_WINDOW: u64 = 8;
+
+/// Where kills inside calls land: the shared control region of the run.
+pub(crate) struct Inside {
+    pub control: &'static crashsim_vfs::control::Control,
+    pub seed: u64,
 }
 
 /// Decides kills: counts every time a point is reached and, while faults
@@ -102,6 +123,8 @@ pub(crate) struct KillGate<'a> {
     pub prng: &'a mut Prng,
     pub injected: &'a mut Vec<Injected>,
     pub active: bool,
+    /// Kills inside `call`-granularity calls, where the run has them.
+    pub inside: Option<&'a Inside>,
 }
 
 /// One actor's view of the simulation during one step.
@@ -144,6 +167,37 @@ impl Gate for KillGate<'_> {
     fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
         self.reach(now, actor, point)
     }
+
+    /// Decided as any kill point (the actor's fault stream, or the forced
+    /// schedule); where in the call it lands comes from the seed, the
+    /// actor and how often it reached the point, so a forced replay lands
+    /// on the same persistence point.
+    fn inside_call(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
+        let Some(inside) = self.inside else {
+            return false;
+        };
+        if !self.reach(now, actor, point) {
+            return false;
+        }
+        let reach = self.reaches[point.index()];
+        let mut state = inside.seed ^ fnv(actor.to_string().as_bytes()) ^ (reach << 8) ^ point.index() as u64;
+        let offset = 1 + crashsim_vfs::crash::splitmix64(&mut state) % INSIDE_WINDOW;
+        inside.control.arm_kill(offset);
+        true
+    }
+
+    fn call_over(&mut self) {
+        if let Some(inside) = self.inside {
+            inside.control.disarm_kill();
+        }
+    }
+}
+
+/// FNV-1a over `bytes`.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl Ctx<'_> {
@@ -163,6 +217,19 @@ impl Ctx<'_> {
     /// The actor must then return `Next::Killed(point)` at once.
     pub fn kill_point(&mut self, point: KillPoint) -> bool {
         self.kill.decide(self.now, self.me, point)
+    }
+
+    /// The actor has reached `point` just before a call that holds a whole
+    /// transaction: true if its process dies inside the call. The actor
+    /// makes the call anyway, then calls `call_over` and returns
+    /// `Next::Killed(point)`, whatever the call answered.
+    pub fn kill_inside_call(&mut self, point: KillPoint) -> bool {
+        self.kill.inside_call(self.now, self.me, point)
+    }
+
+    /// The call `kill_inside_call` armed a kill for is over.
+    pub fn call_over(&mut self) {
+        self.kill.call_over();
     }
 
     /// Sends a message; the simulator decides when (and whether) it arrives.

@@ -142,8 +142,18 @@ impl KillPoint {
         KillPoint::ALL.into_iter().find(|point| point.name() == name)
     }
 
+    /// The points `implementation` never reaches: see `unreachable`; none
+    /// when the simulator can kill its processes inside a call.
+    pub fn unreachable_by(implementation: &dyn crate::store::Implementation) -> Vec<KillPoint> {
+        match implementation.kills_inside_calls() {
+            true => Vec::new(),
+            false => KillPoint::unreachable(implementation.roles()),
+        }
+    }
+
     /// The points a store driven with `roles` never reaches: with `call`
-    /// granularity a transaction is one call, so there is no moment inside it.
+    /// granularity a transaction is one call, so there is no moment inside
+    /// it (unless its SQLite loads crashsim's VFS: `unreachable_by`).
     pub fn unreachable(roles: crate::store::Roles) -> Vec<KillPoint> {
         use crate::store::Granularity::Call;
         let mut points = Vec::new();

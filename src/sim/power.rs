@@ -11,6 +11,7 @@
 //! judged) is `Simulator::power_cut`.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use super::faults::{Fault, FaultSource};
 use super::prng::Prng;
@@ -51,10 +52,17 @@ pub struct Power {
 }
 
 impl Power {
-    /// A fresh crash VFS for one run, with SQLite's own PRNG pinned to the seed.
-    pub fn new(seed: u64, model: Model, source: &FaultSource) -> Result<Power, VfsError> {
+    /// A fresh crash VFS for one run, with SQLite's own PRNG pinned to the
+    /// seed. `shared`: the run's connections live in other processes (an
+    /// outside store), which load the extension and share its state in
+    /// this directory.
+    pub fn new(seed: u64, model: Model, source: &FaultSource, shared: Option<&Path>) -> Result<Power, VfsError> {
         // VFS registrations are permanent and process-wide: one name per run.
-        let vfs = CrashVfs::register(&unique_name(&format!("{seed:016x}")), model)?;
+        let name = unique_name(&format!("{seed:016x}"));
+        let vfs = match shared {
+            Some(dir) => CrashVfs::shared(&name, model, dir, seed)?,
+            None => CrashVfs::register(&name, model)?,
+        };
         pin_sqlite_prng(seed);
         let (drawing, cuts) = match source {
             FaultSource::Drawn => (true, BTreeSet::new()),

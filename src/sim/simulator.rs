@@ -31,6 +31,7 @@ mod output;
 mod pause;
 mod retryable;
 mod skew;
+mod syncs;
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +59,7 @@ use crate::actors::{Actor, ActorId, Next, Role};
 use crate::scenario::Scenario;
 use crate::store::{Implementation, Snapshot, Store, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder};
+use crate::vfs::CrashVfs;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -138,6 +140,10 @@ pub struct Simulator<'a> {
     skew: Option<crate::scenario::SkewFaults>,
     /// Without power loss: the VFS that answers SQLite's clock (`skew.rs`).
     clock_vfs: Option<crate::vfs::ClockVfs>,
+    /// Without power loss, for an outside store: the shared state through
+    /// which its processes' SQLite (with crashsim's extension loaded) reads
+    /// the simulated clock.
+    outside_clock: Option<CrashVfs>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
@@ -204,18 +210,30 @@ impl<'a> Simulator<'a> {
         let receiver_path = dir.join("receiver.db");
         let forced_cut = matches!(&source, FaultSource::Forced(faults)
             if faults.iter().any(|fault| matches!(fault, Fault::PowerCut { .. })));
+        // An outside store's processes share the crash VFS's state through
+        // files here (the loadable extension's `CRASHSIM_VFS_STATE`).
+        let vfs_state = (!implementation.in_process()).then(|| dir.join("vfs"));
         let power = if scenario.power_enabled() || forced_cut {
-            Some(Power::new(seed, scenario.power.model, &source)?)
+            Some(Power::new(seed, scenario.power.model, &source, vfs_state.as_deref())?)
         } else {
             None
         };
         let (mut store_sqlite, mut receiver_sqlite) =
             (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
         let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation, files)?;
+        let outside_clock = match (&power, &vfs_state) {
+            (None, Some(dir)) => Some(CrashVfs::clock_only(
+                &crate::vfs::crash::unique_name(&format!("clock-{seed:016x}")),
+                dir,
+                seed,
+            )?),
+            _ => None,
+        };
         if let Some(name) = power
             .as_ref()
             .map(|power| power.vfs.name())
             .or(clock_vfs.map(|vfs| vfs.name()))
+            .or(outside_clock.map(|vfs| vfs.name()))
         {
             store_sqlite.vfs = Some(name);
             receiver_sqlite.vfs = Some(name);
@@ -233,9 +251,17 @@ impl<'a> Simulator<'a> {
             dedup_retention: scenario
                 .receivers
                 .is_some_and(|receivers| receivers.dedup_retention_ticks.is_some()),
+            vfs_state: power
+                .as_ref()
+                .map(|power| power.vfs)
+                .or(outside_clock)
+                .and_then(|vfs| vfs.shared_dir()),
         };
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
         let observer = system.open_observer().map_err(SimError::Setup)?;
+        if let Some(power) = &power {
+            shared_vfs_loaded(power, implementation)?;
+        }
 
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
@@ -289,6 +315,7 @@ impl<'a> Simulator<'a> {
             pause: pause::pauses(scenario.faults.pause, &source),
             skew: skew::skews(scenario.faults.skew, &source),
             clock_vfs,
+            outside_clock,
             recoveries: Vec::new(),
             fault_points: None,
             fatal: None,
@@ -406,6 +433,9 @@ impl<'a> Simulator<'a> {
             power.vfs.retire();
         }
         // Files held in memory are written out for whatever reads them next.
+        if let Some(vfs) = &self.outside_clock {
+            vfs.retire();
+        }
         let written = self.clock_vfs.as_ref().map_or(Ok(()), crate::vfs::ClockVfs::retire);
         let snapshot = dumped?;
         written.map_err(|error| SimError::Environment(format!("writing the databases out of memory: {error}")))?;
@@ -458,7 +488,11 @@ impl<'a> Simulator<'a> {
         self.steps += 1;
         // The step reads the actor's own clock, wherever it reads one.
         self.set_clocks(self.actor_clock(slot));
+        let syncs = self.syncs_before();
         let next = self.life_step(slot);
+        if let Some(before) = syncs {
+            self.judge_syncs(slot, before);
+        }
         self.set_clocks(self.now);
         if let Some(next) = next {
             self.after_step(slot, next);
@@ -525,6 +559,7 @@ impl<'a> Simulator<'a> {
 
     fn actor_step(&mut self, slot: usize) -> Next {
         let mut outgoing = Vec::new();
+        let inside = self.inside_calls();
         let Simulator {
             slots,
             world,
@@ -549,6 +584,7 @@ impl<'a> Simulator<'a> {
             prng: &mut entry.faults,
             injected,
             active: *phase == Phase::Faults,
+            inside: inside.as_ref(),
         };
         let clock = skew::skewed(*now, entry.offset);
         let mut ctx = Ctx {
@@ -569,4 +605,24 @@ impl<'a> Simulator<'a> {
         }
         next
     }
+}
+
+/// For an outside store with power loss: whether its processes' SQLite
+/// went through crashsim's VFS extension (they counted themselves in the
+/// shared control region), from evidence, not from the adapter's word.
+fn shared_vfs_loaded(power: &Power, implementation: &dyn Implementation) -> Result<(), SimError> {
+    if power.vfs.shared_dir().is_none() || power.vfs.control().loads.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        return Ok(());
+    }
+    Err(SimError::Unsupported(
+        format!("the adapter `{}`", implementation.description()),
+        format!(
+            "power loss: none of its processes loaded crashsim's VFS extension into its SQLite \
+             (the file ${} names, entry point {}); the Python SDK loads it itself, any other \
+             adapter must load it before opening a database (docs/adapter-protocol.md, \"Power \
+             loss\"); its stderr says why it could not",
+            crate::vfs::extension::ENV_EXTENSION,
+            crate::vfs::extension::ENTRY_POINT
+        ),
+    ))
 }

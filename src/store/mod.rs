@@ -370,6 +370,11 @@ pub struct SystemConfig {
     /// Whether the run's receivers purge de-dup records by age
     /// (`Receiver::purge_dedup`): they then stamp each record's tick.
     pub dedup_retention: bool,
+    /// For a store whose connections live in other processes: the directory
+    /// of the crash VFS's shared state, which each process's SQLite reaches
+    /// through crashsim's loadable extension (`vfs::extension`); `None`
+    /// when the run has no power loss.
+    pub vfs_state: Option<PathBuf>,
 }
 
 /// Whose connection is being opened: the actor (`writer-3`) and which of
@@ -457,6 +462,13 @@ pub trait Implementation: Send + Sync {
     /// Whether every connection lives in this process and opens its files
     /// through the VFS its settings name. Power loss needs that (the crash
     /// VFS sees only this process's writes); an adapter's processes do not.
+    /// Whether the simulator can kill this store's processes inside a call
+    /// (at a persistence point its SQLite makes): an outside store whose
+    /// SQLite loads crashsim's VFS extension.
+    fn kills_inside_calls(&self) -> bool {
+        false
+    }
+
     fn in_process(&self) -> bool {
         true
     }

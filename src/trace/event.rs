@@ -312,6 +312,16 @@ pub enum Op {
         removed: u64,
     },
 
+    /// The actor's step committed a write transaction (`Commit`) on a
+    /// database whose scenario asks for `synchronous` FULL or stronger, and
+    /// crashsim's VFS under the store's SQLite saw no sync in the whole
+    /// step: the connection does not run the level it must, whatever it
+    /// reported (recorded by the simulator, for stores whose SQLite loaded
+    /// the VFS extension).
+    Unsynced {
+        database: String,
+    },
+
     // Clock faults, recorded by the simulator (`[faults.skew]`).
     /// The actor's clock reads the true tick plus `offset` from the start.
     Skew {

@@ -272,5 +272,8 @@ pub fn describe(op: &Op) -> String {
         Op::DedupPurged { before, removed } => {
             format!("purge de-dup records applied before tick {before}: {removed} deleted")
         }
+        Op::Unsynced { database } => {
+            format!("that commit to the {database} was acknowledged with no sync reaching the disk")
+        }
     }
 }

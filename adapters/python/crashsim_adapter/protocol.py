@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from . import vfs
 from .errors import Invalid, Unsupported, error_kind
 from .settings import (
     DEDUP,
@@ -555,5 +556,8 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     capabilities = _capabilities(classes)
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or "adapter"))[0]
+    # Before the store opens any database: its connections then go through
+    # crashsim's VFS (runs with power loss).
+    vfs.load_from_environment()
     reader, writer = _take_channel()
     _Server(classes, roles, name, str(version), capabilities).run(reader, writer)

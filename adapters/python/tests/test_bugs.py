@@ -58,6 +58,26 @@ class StoreBugsTest(BugCase):
         self.assertEqual([a["ok"]["synchronous"] for a in clean], [2, 2])
         self.assertEqual([a["ok"]["synchronous"] for a in bugged], [1, 1])
 
+    def test_sync_normal_hidden_runs_normal_and_reports_the_hello(self):
+        def observe(args):
+            self.setup_example(*args)
+            store = self.spawn(*args, synchronous="full")
+            return store.request("open", role="store")
+
+        clean, bugged = self.both(observe, "sync_normal_hidden")
+        self.assertEqual(clean["ok"]["synchronous"], 2)
+        self.assertEqual(bugged["ok"]["synchronous"], 2)  # what it says, not runs
+
+    def test_pragmas_once_sets_synchronous_only_when_the_file_is_new(self):
+        def observe(args):
+            self.setup_example(*args, synchronous="normal")
+            store = self.spawn(*args, synchronous="normal")
+            return store.request("open", role="store")
+
+        clean, bugged = self.both(observe, "pragmas_once")
+        self.assertEqual(clean["ok"]["synchronous"], 1)
+        self.assertNotEqual(bugged["ok"]["synchronous"], 1)  # the compiled-in default
+
     def test_uuid_ids_are_not_derived(self):
         def observe(args):
             self.setup_example(*args)

@@ -249,11 +249,10 @@ fn run_scenario(
         runner::Sut::Adapter(adapter) => crate::store::Implementation::name(&**adapter).to_string(),
         runner::Sut::Scenario => loaded.scenario.store.clone(),
     };
-    let roles = match &options.sut {
-        runner::Sut::Adapter(adapter) => crate::store::Implementation::roles(&**adapter),
-        runner::Sut::Scenario => Default::default(),
+    let unreachable = match &options.sut {
+        runner::Sut::Adapter(adapter) => KillPoint::unreachable_by(&**adapter),
+        runner::Sut::Scenario => Vec::new(),
     };
-    let unreachable = KillPoint::unreachable(roles);
     if human && !unreachable.is_empty() {
         let names: Vec<&str> = unreachable.iter().map(|point| point.name()).collect();
         println!(

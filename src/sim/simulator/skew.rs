@@ -83,6 +83,9 @@ impl Simulator<'_> {
         if let Some(vfs) = &self.clock_vfs {
             vfs.set_clock(tick);
         }
+        if let Some(vfs) = &self.outside_clock {
+            vfs.set_clock(tick);
+        }
     }
 
     /// What actor `slot`'s clock reads now.
