@@ -156,30 +156,7 @@ fn steady_state(path: &Path) -> Result<(), String> {
 /// What went wrong, with the tail of every non-empty stderr file the
 /// session's processes left (in `dir/adapter/`).
 fn cause(dir: &Path, error: &StoreError) -> String {
-    let mut text = error.to_string();
-    let logs = dir.join("adapter");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&logs)
-        .map(|entries| {
-            entries
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    for file in files
-        .iter()
-        .filter(|file| file.extension().is_some_and(|ext| ext == "stderr"))
-    {
-        let stderr = std::fs::read_to_string(file).unwrap_or_default();
-        if !stderr.trim().is_empty() {
-            let label = file.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
-            text.push_str(&format!(
-                "\nthe stderr of its {label} process ended with:\n{}",
-                crate::adapter::tail(&stderr, 12)
-            ));
-        }
-    }
-    text
+    crate::adapter::with_stderr_tails(dir, &error.to_string())
 }
 
 #[cfg(test)]

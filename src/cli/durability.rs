@@ -1,5 +1,8 @@
 //! `crashsim durability`: the durability table (settings × disk models ×
-//! seeded cuts), or with `--exhaustive SCENARIO` every cut point of a run.
+//! seeded cuts), or with `--exhaustive SCENARIO` every cut point of a run;
+//! of crashsim's reference store, or with `--sut CMD` of an outside store
+//! (whose SQLite must load crashsim's VFS extension, or nothing is measured:
+//! exit code 2).
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -7,10 +10,12 @@ use std::sync::Mutex;
 use anyhow::{Context, bail};
 
 use super::output::replay_command;
-use super::{DurabilityArgs, Format};
+use super::sut::Choice;
+use super::{DurabilityArgs, Format, ModeArg};
+use crate::adapter::Adapter;
 use crate::check::Invariant;
 use crate::durability::exhaustive::{self, Enumeration};
-use crate::durability::table::{self, Row, as_documented, share};
+use crate::durability::table::{self, Row, TableError, Target, as_documented, share};
 use crate::exit::Exit;
 use crate::report::number::thousands;
 use crate::report::{self, atomic};
@@ -18,18 +23,45 @@ use crate::runner::Options;
 use crate::scenario;
 
 pub fn durability(args: &DurabilityArgs) -> anyhow::Result<Exit> {
+    // A scenario that is not there is bad input before any adapter starts.
+    let loaded = args.exhaustive.as_deref().map(scenario::resolve).transpose()?;
+    let choice = Choice::from_args(&args.sut, ModeArg::InProcess, args.mutant.as_deref())?;
+    if let Choice::Outside(adapter) = &choice {
+        measurable(adapter)?;
+    }
     let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let work_dir = work.path();
-    match &args.exhaustive {
-        Some(path) => enumerate(args, path, &work_dir),
-        None => table(args, &work_dir),
+    match loaded {
+        Some(loaded) => enumerate(args, loaded, &choice, &work_dir),
+        None => table(args, &choice, &work_dir),
     }
 }
 
-fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
-    if args.cuts == 0 {
+/// Seeded cuts per row: `--cuts`, or a default that keeps an outside
+/// store's table (whose every cut starts its processes) to a few minutes.
+fn cuts(args: &DurabilityArgs, choice: &Choice) -> u64 {
+    args.cuts.unwrap_or(match choice {
+        Choice::Outside(_) => CUTS_OUTSIDE,
+        _ => CUTS_IN_PROCESS,
+    })
+}
+
+const CUTS_IN_PROCESS: u64 = 300;
+const CUTS_OUTSIDE: u64 = 40;
+
+fn table(args: &DurabilityArgs, choice: &Choice, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
+    let cuts = cuts(args, choice);
+    if cuts == 0 {
         bail!("--cuts must be at least 1");
     }
+    let target = match choice {
+        Choice::Outside(adapter) => Target::Outside(adapter),
+        _ => Target::InProcess,
+    };
+    let store = match choice {
+        Choice::Outside(_) => choice.describe(),
+        _ => "crashsim's reference store, in-process".to_string(),
+    };
     let configs = table::default_configs();
     let jobs = args
         .jobs
@@ -40,7 +72,7 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
         reason = "wall time reports speed; it never steers a run"
     )]
     let started = std::time::Instant::now();
-    let rows: Mutex<Vec<Option<std::io::Result<Row>>>> = Mutex::new((0..configs.len()).map(|_| None).collect());
+    let rows: Mutex<Vec<Option<Result<Row, TableError>>>> = Mutex::new((0..configs.len()).map(|_| None).collect());
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
@@ -48,7 +80,7 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
                 loop {
                     let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(config) = configs.get(index) else { break };
-                    let row = table::measure(config, args.cuts, args.seed, work_dir);
+                    let row = table::measure_on(config, target, cuts, args.seed, work_dir);
                     rows.lock().expect("no panics while locked")[index] = Some(row);
                 }
             });
@@ -59,19 +91,19 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
         .expect("no panics while locked")
         .into_iter()
         .map(|row| row.expect("every row ran"))
-        .collect::<std::io::Result<_>>()
+        .collect::<Result<_, TableError>>()
         .context("running the durability workload")?;
     let seconds = started.elapsed().as_secs_f64();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.format {
         Format::Human => {
+            writeln!(out, "store: {store}")?;
             writeln!(out, "{}", render(&rows))?;
             writeln!(
                 out,
-                "{} cuts per row, {} rows, {seconds:.1} s; a row is as documented when settings that promise \
+                "{cuts} cuts per row, {} rows, {seconds:.1} s; a row is as documented when settings that promise \
                  durability lose nothing and stay consistent",
-                args.cuts,
                 rows.len()
             )?;
         }
@@ -82,10 +114,15 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
         }
     }
     if let Some(root) = args.reports.root() {
-        let dir = root.join("durability");
+        // An outside store's table lands beside crashsim's, never over it.
+        let dir = match choice {
+            Choice::Outside(adapter) => root.join("durability").join(folder_name(&adapter.identity().name)),
+            _ => root.join("durability"),
+        };
         let summary = serde_json::json!({
-        "schema_version": crate::report::json::SCHEMA_VERSION,
-            "cuts": args.cuts,
+            "schema_version": crate::report::json::SCHEMA_VERSION,
+            "store": store,
+            "cuts": cuts,
             "seed": args.seed,
             "seconds": seconds,
             "git_commit": crate::platform::git_commit(),
@@ -93,7 +130,10 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
             "rows": rows,
         });
         report::write_json(&dir.join("summary.json"), &summary)?;
-        let markdown = format!("# crashsim durability\n\n```text\n{}\n```\n", render(&rows));
+        let markdown = format!(
+            "# crashsim durability\n\nstore: {store}\n\n```text\n{}\n```\n",
+            render(&rows)
+        );
         atomic::write(&dir.join("summary.md"), markdown.as_bytes())?;
     }
     let surprising: Vec<&Row> = rows.iter().filter(|row| !as_documented(row)).collect();
@@ -102,6 +142,21 @@ fn table(args: &DurabilityArgs, work_dir: &std::path::Path) -> anyhow::Result<Ex
     } else {
         Exit::Violation
     })
+}
+
+/// `name` as one folder name (`sut-NAME`): letters, digits, `-` and `_` kept.
+fn folder_name(name: &str) -> String {
+    let kept: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("sut-{kept}")
 }
 
 fn render(rows: &[Row]) -> String {
@@ -140,16 +195,45 @@ fn render(rows: &[Row]) -> String {
     text.trim_end().to_string()
 }
 
-fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path::Path) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::resolve(path)?;
+/// An outside store whose SQLite does not load crashsim's VFS extension
+/// (its probe said so) cannot be measured: its writes would reach the disk
+/// unseen, and every row would look durable.
+fn measurable(adapter: &Adapter) -> anyhow::Result<()> {
+    let vfs = adapter.vfs();
+    if vfs.loaded() {
+        return Ok(());
+    }
+    let why = match &vfs.unavailable {
+        Some(why) => format!("crashsim could not offer its VFS extension: {why}"),
+        None => format!(
+            "its SQLite did not load crashsim's VFS extension (the file ${} names, entry point {}), so no \
+             power cut can reach its writes; the Python SDK loads it itself, any other adapter must load it \
+             before opening a database (docs/adapter-protocol.md, \"Power loss\"); its stderr says why it could \
+             not (`crashsim list --sut CMD` shows it)",
+            crate::vfs::extension::ENV_EXTENSION,
+            crate::vfs::extension::ENTRY_POINT
+        ),
+    };
+    bail!("the adapter `{}` cannot be measured: {why}", adapter.command())
+}
+
+fn enumerate(
+    args: &DurabilityArgs,
+    mut loaded: scenario::Loaded,
+    choice: &Choice,
+    work_dir: &std::path::Path,
+) -> anyhow::Result<Exit> {
     if let Some(mutant) = &args.mutant {
         loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
+    }
+    if let Choice::Outside(adapter) = choice {
+        loaded = loaded.with_sut(&adapter.identity().name);
     }
     let options = Options {
         work_dir: work_dir.to_path_buf(),
         keep_failed: false,
         keep_traces: false,
-        sut: Default::default(),
+        sut: choice.sut(&loaded, &args.sut)?,
         check_determinism: false,
         files: Default::default(),
     };
@@ -165,6 +249,14 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if human {
+        let store = match choice {
+            Choice::Outside(_) => choice.describe(),
+            _ => format!(
+                "{}, in-process",
+                loaded.mutant.as_deref().unwrap_or(&loaded.scenario.store)
+            ),
+        };
+        writeln!(out, "store: {store}")?;
         writeln!(
             out,
             "{} seed {}: {} persistence points in the fault phase; power cut at {} of them (every {})",
@@ -198,7 +290,7 @@ fn enumerate(args: &DurabilityArgs, path: &std::path::Path, work_dir: &std::path
                 count => format!(" (+{} more)", count - 1),
             };
             writeln!(out, "error: cut at point {}: {first}{more}", failure.point)?;
-            let replay = replay_command(&loaded, found.seed, "");
+            let replay = replay_command(&loaded, found.seed, &choice.replay_flags());
             writeln!(out, "note: replay with `{replay} --cut {}`", failure.point)?;
         }
     } else {

@@ -49,7 +49,8 @@ pub enum Command {
     /// Measure how fast each known mistake is caught (the detection table).
     Mutants(MutantsArgs),
     /// What power cuts do under each journal mode, synchronous level and
-    /// disk model; or, with --exhaustive, every cut point of one run.
+    /// disk model; or, with --exhaustive, every cut point of one run; for
+    /// crashsim's store, or yours with --sut
     Durability(DurabilityArgs),
     /// Minimise a failing seed while the same invariant keeps failing, and
     /// write a replay capsule.
@@ -307,9 +308,10 @@ pub struct MutantsArgs {
 
 #[derive(Args, Debug)]
 pub struct DurabilityArgs {
-    /// Seeded power cuts per row of the table.
-    #[arg(long, default_value_t = 300)]
-    pub cuts: u64,
+    /// Seeded power cuts per row of the table (default: 300; 40 with
+    /// --sut, whose every cut starts the adapter's processes again).
+    #[arg(long)]
+    pub cuts: Option<u64>,
     /// The seed the cut points (and, with --exhaustive, the run) derive from.
     #[arg(long, value_parser = parse_seed_arg, default_value = "0")]
     pub seed: u64,
@@ -326,6 +328,11 @@ pub struct DurabilityArgs {
     /// With --exhaustive: run this mutant instead of the scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
+    // --sut CMD: measure that store (the table's appends, or the
+    // enumerated run) instead of crashsim's reference; its SQLite must
+    // load crashsim's VFS extension.
+    #[command(flatten)]
+    pub sut: SutArgs,
     /// Rows measured in parallel (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,

@@ -1,7 +1,9 @@
 //! Durability across power loss, measured: the table of journal modes,
-//! `synchronous` levels and disk models (`table`), and the enumeration of
-//! every cut point of a scenario's run (`exhaustive`). Both go through the
+//! `synchronous` levels and disk models (`table`, with `outside` the
+//! append path of a store in another process), and the enumeration of
+//! every cut point of a scenario's run (`exhaustive`). All go through the
 //! crash VFS of `vfs::crash`.
 
 pub mod exhaustive;
+mod outside;
 pub mod table;

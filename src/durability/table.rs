@@ -9,12 +9,22 @@
 //! dry run counts them). Then the files are rewritten by the disk model,
 //! reopened with the plain VFS, and judged: `integrity_check`, and how many
 //! of the appends that were acknowledged are gone.
+//!
+//! The same rows measure an outside store (`Target::Outside`, `--sut`):
+//! only the appends and checkpoints go another way (`outside`); the disk
+//! model, the cut points' draws, the restore and the judge are this code,
+//! so the two tables read the same. The judge reads the store's own files,
+//! so an outside store must keep its events where crashsim's reference
+//! does (`events` in `store.db`); a dry run that finds them missing is an
+//! error, never a row.
 
 use std::path::Path;
 
 use rusqlite::Connection;
 use serde::Serialize;
 
+use super::outside;
+use crate::adapter::Adapter;
 use crate::model::Command;
 use crate::ratio::Ratio;
 use crate::sim::prng::Prng;
@@ -23,7 +33,7 @@ use crate::store::{JournalMode, SqliteSettings, Store, Synchronous};
 use crate::vfs::crash::{CrashVfs, Model};
 
 /// Appends per workload.
-const APPENDS: usize = 40;
+pub(super) const APPENDS: usize = 40;
 
 /// One row's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -84,7 +94,37 @@ struct Outcome {
     consistent: bool,
 }
 
-fn settings(config: &Config, vfs: &'static str) -> SqliteSettings {
+/// The store the table measures.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// crashsim's reference store, on a connection of this process.
+    InProcess,
+    /// An outside store: every append one request to its store process
+    /// (`outside`).
+    Outside(&'a Adapter),
+}
+
+/// Why a row could not be measured (never a verdict).
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The store failed where no power cut explains it, or cannot be
+    /// measured at all; the cause names the row.
+    #[error("{0}")]
+    Store(String),
+}
+
+/// Why a workload stopped before its last append.
+pub(super) enum Halt {
+    /// An append or checkpoint failed: expected past the cut, the store's
+    /// own failure before it.
+    Failed(String),
+    /// The store cannot be measured, cut or not.
+    Unfit(String),
+}
+
+pub(super) fn settings(config: &Config, vfs: &'static str) -> SqliteSettings {
     SqliteSettings {
         journal_mode: config.journal_mode,
         synchronous: config.synchronous,
@@ -93,24 +133,66 @@ fn settings(config: &Config, vfs: &'static str) -> SqliteSettings {
     }
 }
 
+/// The one command every append carries.
+pub(super) fn command() -> Command {
+    Command {
+        kind: "notify".to_string(),
+        payload: r#"{"n":"1"}"#.to_string(),
+    }
+}
+
 /// Runs the workload on a fresh VFS in `dir`, with the power going out at
 /// `cut` (or never); returns the outcome and the persistence points seen.
-fn workload(dir: &Path, config: &Config, cut: Option<u64>, seed: u64) -> std::io::Result<(Outcome, u64)> {
-    let vfs = CrashVfs::register(&crate::vfs::crash::unique_name("durability"), config.model)
-        .map_err(std::io::Error::other)?;
+/// Only the appends (and checkpoints) differ between targets: the disk,
+/// the cut, the restore and the judging are the same code.
+fn workload(
+    dir: &Path,
+    config: &Config,
+    target: Target<'_>,
+    cut: Option<u64>,
+    seed: u64,
+) -> Result<(Outcome, u64), TableError> {
+    let name = crate::vfs::crash::unique_name("durability");
+    let vfs = match target {
+        Target::InProcess => CrashVfs::register(&name, config.model),
+        Target::Outside(_) => CrashVfs::shared(&name, config.model, &dir.join("vfs"), seed),
+    }
+    .map_err(std::io::Error::other)?;
     let path = dir.join("store.db");
-    let settings = settings(config, vfs.name());
     if let Some(point) = cut {
         vfs.arm(point);
     }
-    let command = Command {
-        kind: "notify".to_string(),
-        payload: r#"{"n":"1"}"#.to_string(),
-    };
     let mut acked = 0u64;
+    // Past the cut every write fails: the workload stops at its first error.
+    let appended = match target {
+        Target::InProcess => append_in_process(&path, config, &vfs, &mut acked),
+        Target::Outside(adapter) => outside::append(adapter, dir, config, &vfs, seed, &mut acked),
+    };
+    let points = vfs.points();
+    let power_out = vfs.is_cut();
+    let restored = match power_out {
+        true => vfs.restore(&mut Prng::derive(seed, "durability/restore")).map(|_| ()),
+        false => Ok(()),
+    };
+    vfs.retire();
+    match appended {
+        Err(Halt::Unfit(why)) => return Err(TableError::Store(why)),
+        Err(Halt::Failed(why)) if !power_out => {
+            return Err(TableError::Store(format!("failed with the power on: {why}")));
+        }
+        _ => {}
+    }
+    restored?;
+    Ok((judge(&path, acked), points))
+}
+
+/// The workload's appends on the reference store, in this process.
+fn append_in_process(path: &Path, config: &Config, vfs: &CrashVfs, acked: &mut u64) -> Result<(), Halt> {
+    let settings = settings(config, vfs.name());
+    let command = command();
     let mut run = || -> crate::store::Result<()> {
-        ReferenceStore::create_schema(&path, &settings)?;
-        let mut store = ReferenceStore::open(&path, &settings)?;
+        ReferenceStore::create_schema(path, &settings)?;
+        let mut store = ReferenceStore::open(path, &settings)?;
         for index in 0..APPENDS {
             store.append_with_commands(
                 "w",
@@ -119,23 +201,14 @@ fn workload(dir: &Path, config: &Config, cut: Option<u64>, seed: u64) -> std::io
                 r#"{"i":"x"}"#,
                 std::slice::from_ref(&command),
             )?;
-            acked += 1;
+            *acked += 1;
             if config.journal_mode == JournalMode::Wal && (index + 1) % 10 == 0 {
                 store.conn().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
             }
         }
         Ok(())
     };
-    // Past the cut every write fails: the workload stops at its first error.
-    let _ = run();
-    let points = vfs.points();
-    let restored = match vfs.is_cut() {
-        true => vfs.restore(&mut Prng::derive(seed, "durability/restore")).map(|_| ()),
-        false => Ok(()),
-    };
-    vfs.retire();
-    restored?;
-    Ok((judge(&path, acked), points))
+    run().map_err(|error| Halt::Failed(error.to_string()))
 }
 
 fn judge(path: &Path, acked: u64) -> Outcome {
@@ -171,10 +244,43 @@ fn judge(path: &Path, acked: u64) -> Outcome {
     }
 }
 
-/// Measures one row over `cuts` seeded cuts, each in its own directory under `work_dir`.
-pub fn measure(config: &Config, cuts: u64, seed: u64, work_dir: &Path) -> std::io::Result<Row> {
+/// Measures one row of the in-process table over `cuts` seeded cuts, each
+/// in its own directory under `work_dir`.
+pub fn measure(config: &Config, cuts: u64, seed: u64, work_dir: &Path) -> Result<Row, TableError> {
+    measure_on(config, Target::InProcess, cuts, seed, work_dir)
+}
+
+/// Measures one row of `target` over `cuts` seeded cuts, each in its own
+/// directory under `work_dir`.
+pub fn measure_on(
+    config: &Config,
+    target: Target<'_>,
+    cuts: u64,
+    seed: u64,
+    work_dir: &Path,
+) -> Result<Row, TableError> {
+    let name = format!(
+        "{}/{}/{}",
+        config.journal_mode.as_str().to_lowercase(),
+        config.synchronous.as_str().to_lowercase(),
+        config.model.name()
+    );
+    let in_row = |error: TableError| match error {
+        TableError::Store(why) => TableError::Store(format!("{name}: {why}")),
+        other => other,
+    };
     let dry = tempfile::tempdir_in(work_dir)?;
-    let (_, points) = workload(dry.path(), config, None, seed)?;
+    let (uncut, points) = workload(dry.path(), config, target, None, seed).map_err(in_row)?;
+    if uncut.acked != APPENDS as u64 || uncut.present != uncut.acked || !uncut.consistent {
+        // Without a cut every append is there, or the judge cannot read this store.
+        return Err(in_row(TableError::Store(format!(
+            "without a power cut, {} of the {} acknowledged appends were found in store.db (table `events`, \
+             workflow `w`), integrity {}: the table judges a store by those files",
+            uncut.present,
+            uncut.acked,
+            if uncut.consistent { "ok" } else { "not ok" }
+        ))));
+    }
     let mut row = Row {
         journal_mode: config.journal_mode,
         synchronous: config.synchronous,
@@ -196,7 +302,7 @@ pub fn measure(config: &Config, cuts: u64, seed: u64, work_dir: &Path) -> std::i
     for cut in 0..cuts {
         let point = 1 + prng.below(points.max(1));
         let dir = tempfile::tempdir_in(work_dir)?;
-        let (outcome, _) = workload(dir.path(), config, Some(point), seed ^ cut)?;
+        let (outcome, _) = workload(dir.path(), config, target, Some(point), seed ^ cut).map_err(in_row)?;
         let lost = outcome.acked.saturating_sub(outcome.present);
         if lost > 0 {
             row.runs_losing_acked += 1;
@@ -229,4 +335,43 @@ pub fn share(count: u64, of: u64) -> String {
     }
     let ratio = Ratio::new(count.min(of) as u32, of as u32);
     format!("{ratio} ({:.0}%)", 100.0 * count as f64 / of as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAL_FULL: Config = Config {
+        journal_mode: JournalMode::Wal,
+        synchronous: Synchronous::Full,
+        model: Model::DropUnsynced,
+    };
+
+    #[test]
+    fn an_uncut_workload_keeps_every_append_and_counts_its_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let (outcome, points) = workload(dir.path(), &WAL_FULL, Target::InProcess, None, 0).unwrap();
+        assert_eq!((outcome.acked, outcome.present), (APPENDS as u64, APPENDS as u64));
+        assert!(outcome.contiguous && outcome.consistent);
+        assert!(points > APPENDS as u64, "every commit writes and syncs: {points}");
+    }
+
+    #[test]
+    fn a_cut_stops_the_workload_and_wal_full_keeps_what_was_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let (outcome, _) = workload(dir.path(), &WAL_FULL, Target::InProcess, Some(200), 3).unwrap();
+        assert!(outcome.acked > 0 && outcome.acked < APPENDS as u64, "{}", outcome.acked);
+        assert!(outcome.present >= outcome.acked && outcome.consistent);
+    }
+
+    #[test]
+    fn a_failure_with_the_power_on_is_an_error_not_a_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("not-there");
+        match workload(&missing, &WAL_FULL, Target::InProcess, None, 0) {
+            Err(TableError::Store(message)) => assert!(message.starts_with("failed with the power on: "), "{message}"),
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("a store that cannot open its file measured a row"),
+        }
+    }
 }
