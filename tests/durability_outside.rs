@@ -19,7 +19,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{crashsim, root, stderr, stdout, work_dir};
+use common::{crashsim, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::Adapter;
 use crashsim::durability::table::{Config, TableError, Target, measure_on};
 use crashsim::store::{JournalMode, Synchronous};
@@ -27,25 +27,6 @@ use crashsim::vfs::Model;
 
 fn serve() -> String {
     format!("{} serve reference", env!("CARGO_BIN_EXE_crashsim"))
-}
-
-fn python() -> Option<String> {
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .and_then(|output| String::from_utf8(output.stdout).ok())
-        .map(|text| text.trim().to_string())
-        .filter(|path| !path.is_empty());
-    match found {
-        Some(path) => Some(path),
-        None if std::env::var_os("CI").is_some() => panic!("CI has Python 3; python3 was not found"),
-        None => {
-            eprintln!("note: python3 not found; the Python durability test is skipped");
-            None
-        }
-    }
 }
 
 fn rows(text: &str) -> Vec<serde_json::Value> {

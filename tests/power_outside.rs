@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{crashsim, load, root, stderr, stdout, work_dir};
+use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::Adapter;
 use crashsim::check::Invariant;
 use crashsim::runner::{Options, SeedResult, Sut, run_seed};
@@ -30,26 +30,6 @@ use crashsim::sim::Simulator;
 use crashsim::sim::faults::FaultSource;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn python() -> Option<String> {
-    let output = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .ok();
-    let found = output
-        .filter(|output| output.status.success())
-        .and_then(|output| String::from_utf8(output.stdout).ok())
-        .map(|text| text.trim().to_string())
-        .filter(|path| !path.is_empty());
-    match found {
-        Some(path) => Some(path),
-        None if std::env::var_os("CI").is_some() => panic!("CI has Python 3; python3 was not found"),
-        None => {
-            eprintln!("note: python3 not found; the Python power tests are skipped");
-            None
-        }
-    }
-}
 
 fn example(python: &str, bug: &str) -> String {
     let script = root().join("adapters/python/example_store.py");

@@ -40,6 +40,7 @@ pub(super) const APPENDS: usize = 40;
 pub struct Config {
     pub journal_mode: JournalMode,
     pub synchronous: Synchronous,
+    #[serde(with = "crate::vfs::crash::model_name")]
     pub model: Model,
 }
 
@@ -48,6 +49,7 @@ pub struct Config {
 pub struct Row {
     pub journal_mode: JournalMode,
     pub synchronous: Synchronous,
+    #[serde(with = "crate::vfs::crash::model_name")]
     pub model: Model,
     pub cuts: u64,
     /// Persistence points in the whole workload (the cuts are drawn among them).

@@ -79,6 +79,7 @@ pub struct Power {
     pub loss: Ratio,
     /// What a cut does to unsynced writes: "drop_unsynced" (default),
     /// "random" (kept, lost, torn or garbled) or "keep_all" (process death only).
+    #[serde(with = "crate::vfs::crash::model_name")]
     pub model: crate::vfs::crash::Model,
 }
 

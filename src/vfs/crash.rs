@@ -27,11 +27,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crashsim_vfs::control::{Control, RECORD};
 use crashsim_vfs::crash::{CrashHooks, Sink};
-use crashsim_vfs::disk::{self, Draws, State};
+use crashsim_vfs::disk::{Draws, State};
 use crashsim_vfs::extension::{CONTROL_FILE, LOG_FILE};
 use crashsim_vfs::log::{self, Strays};
 use rusqlite::ffi;
-use serde::{Deserialize, Serialize};
 
 pub use crashsim_vfs::crash::CLOCK_ORIGIN_MS;
 pub use crashsim_vfs::disk::Restored;
@@ -40,47 +39,25 @@ use super::shim::{self, Registered, VfsError};
 use crate::ratio::Ratio;
 use crate::sim::prng::Prng;
 
-/// What a power cut does to the writes not yet synced.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Model {
-    /// Every unsynced operation is lost.
-    #[default]
-    DropUnsynced,
-    /// Each unsynced operation kept, lost, torn or garbled, as the seed decides.
-    Random,
-    /// Everything is kept (process death only).
-    KeepAll,
-}
+pub use crashsim_vfs::disk::Model;
 
-impl Model {
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::DropUnsynced => "drop_unsynced",
-            Model::Random => "random",
-            Model::KeepAll => "keep_all",
-        }
+/// `Model` by its name in scenarios and reports (`#[serde(with = …)]`):
+/// the model itself lives in the dependency-free `crashsim_vfs`.
+pub mod model_name {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    use super::Model;
+
+    pub fn serialize<S: Serializer>(model: &Model, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(model.name())
     }
 
-    pub const ALL: [Model; 3] = [Model::DropUnsynced, Model::Random, Model::KeepAll];
-
-    /// One line for `crashsim list`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Model::DropUnsynced => "every write, truncate and delete not yet synced is lost",
-            Model::Random => {
-                "each unsynced operation kept, dropped, torn at 512 B sectors or garbled (as SQLite's test6.c)"
-            }
-            Model::KeepAll => "every write kept: process death, not power loss",
-        }
-    }
-
-    fn disk(self) -> disk::Model {
-        match self {
-            Model::DropUnsynced => disk::Model::DropUnsynced,
-            Model::Random => disk::Model::Random,
-            Model::KeepAll => disk::Model::KeepAll,
-        }
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Model, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Model::from_name(&name).ok_or_else(|| {
+            const NAMES: [&str; 3] = [Model::ALL[0].name(), Model::ALL[1].name(), Model::ALL[2].name()];
+            D::Error::unknown_variant(&name, &NAMES)
+        })
     }
 }
 
@@ -128,7 +105,7 @@ impl CrashVfs {
     /// name per run.
     pub fn register(name: &str, model: Model) -> Result<CrashVfs, VfsError> {
         let control = Control::leaked();
-        control.model.store(model.disk().code(), Ordering::Release);
+        control.model.store(model.code(), Ordering::Release);
         let state: &'static Mutex<State> = Box::leak(Box::default());
         let inner_is_unix = shim::default_vfs_name().starts_with("unix");
         let hooks = CrashHooks {
@@ -169,7 +146,7 @@ impl CrashVfs {
         std::fs::create_dir_all(dir).map_err(io)?;
         let control = Control::create(&dir.join(CONTROL_FILE)).map_err(io)?;
         std::fs::File::create(dir.join(LOG_FILE)).map_err(io)?;
-        control.model.store(model.disk().code(), Ordering::Release);
+        control.model.store(model.code(), Ordering::Release);
         control.seed.store(seed, Ordering::Release);
         control.flags.store(if record { RECORD } else { 0 }, Ordering::Release);
         let (_, registered) =
@@ -307,7 +284,7 @@ impl CrashVfs {
     /// model leaves it, removes the WAL index, and powers the disk back on.
     pub fn restore(&self, prng: &mut Prng) -> std::io::Result<Restored> {
         self.drain()?;
-        let restored = self.state().restore(self.model.disk(), prng)?;
+        let restored = self.state().restore(self.model, prng)?;
         self.control.power_on();
         Ok(restored)
     }
@@ -490,7 +467,7 @@ mod tests {
     #[test]
     fn device_characteristics_match_the_model() {
         let claimed = ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE;
-        assert_eq!(Model::Random.disk().device_characteristics(claimed), 0);
-        assert_eq!(Model::DropUnsynced.disk().device_characteristics(claimed), claimed);
+        assert_eq!(Model::Random.device_characteristics(claimed), 0);
+        assert_eq!(Model::DropUnsynced.device_characteristics(claimed), claimed);
     }
 }

@@ -42,6 +42,32 @@ pub enum Model {
 }
 
 impl Model {
+    pub const ALL: [Model; 3] = [Model::DropUnsynced, Model::Random, Model::KeepAll];
+
+    /// Its name in scenarios and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Model::DropUnsynced => "drop_unsynced",
+            Model::Random => "random",
+            Model::KeepAll => "keep_all",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Model> {
+        Model::ALL.into_iter().find(|model| model.name() == name)
+    }
+
+    /// One line for `crashsim list`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Model::DropUnsynced => "every write, truncate and delete not yet synced is lost",
+            Model::Random => {
+                "each unsynced operation kept, dropped, torn at 512 B sectors or garbled (as SQLite's test6.c)"
+            }
+            Model::KeepAll => "every write kept: process death, not power loss",
+        }
+    }
+
     /// The model's number in the shared control region.
     pub fn code(self) -> u64 {
         match self {
