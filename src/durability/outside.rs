@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::table::{APPENDS, Config, Halt, command, settings};
+use super::workload::{APPENDS, Config, Halt, command, settings};
 use crate::adapter::Adapter;
 use crate::store::{JournalMode, Store as _, SystemConfig};
 use crate::vfs::crash::CrashVfs;

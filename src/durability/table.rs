@@ -24,25 +24,13 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::outside;
+pub use super::workload::Config;
+use super::workload::{self, APPENDS, Halt};
 use crate::adapter::Adapter;
-use crate::model::Command;
 use crate::ratio::Ratio;
 use crate::sim::prng::Prng;
-use crate::store::reference::ReferenceStore;
-use crate::store::{JournalMode, SqliteSettings, Store, Synchronous};
+use crate::store::{JournalMode, Synchronous};
 use crate::vfs::crash::{CrashVfs, Model};
-
-/// Appends per workload.
-pub(super) const APPENDS: usize = 40;
-
-/// One row's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Config {
-    pub journal_mode: JournalMode,
-    pub synchronous: Synchronous,
-    #[serde(with = "crate::vfs::crash::model_name")]
-    pub model: Model,
-}
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -117,32 +105,6 @@ pub enum TableError {
     Store(String),
 }
 
-/// Why a workload stopped before its last append.
-pub(super) enum Halt {
-    /// An append or checkpoint failed: expected past the cut, the store's
-    /// own failure before it.
-    Failed(String),
-    /// The store cannot be measured, cut or not.
-    Unfit(String),
-}
-
-pub(super) fn settings(config: &Config, vfs: &'static str) -> SqliteSettings {
-    SqliteSettings {
-        journal_mode: config.journal_mode,
-        synchronous: config.synchronous,
-        busy_timeout_ms: 0,
-        vfs: Some(vfs),
-    }
-}
-
-/// The one command every append carries.
-pub(super) fn command() -> Command {
-    Command {
-        kind: "notify".to_string(),
-        payload: r#"{"n":"1"}"#.to_string(),
-    }
-}
-
 /// Runs the workload on a fresh VFS in `dir`, with the power going out at
 /// `cut` (or never); returns the outcome and the persistence points seen.
 /// Only the appends (and checkpoints) differ between targets: the disk,
@@ -167,7 +129,7 @@ fn workload(
     let mut acked = 0u64;
     // Past the cut every write fails: the workload stops at its first error.
     let appended = match target {
-        Target::InProcess => append_in_process(&path, config, &vfs, &mut acked),
+        Target::InProcess => workload::in_process(&path, config, &vfs, &mut acked),
         Target::Outside(adapter) => outside::append(adapter, dir, config, &vfs, seed, &mut acked),
     };
     let points = vfs.points();
@@ -186,31 +148,6 @@ fn workload(
     }
     restored?;
     Ok((judge(&path, acked), points))
-}
-
-/// The workload's appends on the reference store, in this process.
-fn append_in_process(path: &Path, config: &Config, vfs: &CrashVfs, acked: &mut u64) -> Result<(), Halt> {
-    let settings = settings(config, vfs.name());
-    let command = command();
-    let mut run = || -> crate::store::Result<()> {
-        ReferenceStore::create_schema(path, &settings)?;
-        let mut store = ReferenceStore::open(path, &settings)?;
-        for index in 0..APPENDS {
-            store.append_with_commands(
-                "w",
-                index as u64,
-                "event",
-                r#"{"i":"x"}"#,
-                std::slice::from_ref(&command),
-            )?;
-            *acked += 1;
-            if config.journal_mode == JournalMode::Wal && (index + 1) % 10 == 0 {
-                store.conn().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
-            }
-        }
-        Ok(())
-    };
-    run().map_err(|error| Halt::Failed(error.to_string()))
 }
 
 fn judge(path: &Path, acked: u64) -> Outcome {
