@@ -234,3 +234,52 @@ fn map(file: &std::fs::File) -> std::io::Result<&'static Control> {
         Ok(&*(address as *const Control))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_mappings_of_one_region_share_its_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("control");
+        let crashsim = Control::create(&path).unwrap();
+        let store = Control::open(&path).unwrap();
+        crashsim.clock.store(1_500, Ordering::Release);
+        assert_eq!(store.clock.load(Ordering::Acquire), 1_500);
+        // Two points, then a cut armed at the fourth.
+        assert_eq!((store.point(), store.point()), (Point::Go, Point::Go));
+        crashsim.arm(Some(4));
+        assert_eq!((store.point(), store.point()), (Point::Go, Point::Cut));
+        assert!(crashsim.is_cut() && crashsim.armed() == Some(4));
+        assert_eq!(store.point(), Point::Cut, "every later point fails");
+        assert_eq!(
+            crashsim.points.load(Ordering::Acquire),
+            4,
+            "a point after the cut is not counted"
+        );
+        crashsim.power_on();
+        // A kill armed two points ahead lands on the second.
+        crashsim.arm_kill(2);
+        assert_eq!((store.point(), store.point()), (Point::Go, Point::Kill));
+        assert!(crashsim.disarm_kill(), "the kill happened");
+        assert!(!crashsim.disarm_kill());
+        assert_eq!(store.point(), Point::Go);
+        // SAFETY: nothing uses either mapping afterwards.
+        unsafe {
+            Control::unmap(store);
+            Control::unmap(crashsim);
+        }
+    }
+
+    #[test]
+    fn a_file_crashsim_did_not_lay_out_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("control");
+        std::fs::write(&path, [0u8; SIZE]).unwrap();
+        assert!(Control::open(&path).is_err(), "no magic");
+        std::fs::write(&path, [0u8; 16]).unwrap();
+        assert!(Control::open(&path).is_err(), "too short");
+        assert!(Control::open(&dir.path().join("missing")).is_err());
+    }
+}
