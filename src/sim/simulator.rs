@@ -30,8 +30,8 @@ mod network;
 mod output;
 mod pause;
 mod retryable;
+mod shared_vfs;
 mod skew;
-mod syncs;
 
 use std::path::{Path, PathBuf};
 
@@ -221,14 +221,7 @@ impl<'a> Simulator<'a> {
         let (mut store_sqlite, mut receiver_sqlite) =
             (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
         let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation, files)?;
-        let outside_clock = match (&power, &vfs_state) {
-            (None, Some(dir)) => Some(CrashVfs::clock_only(
-                &crate::vfs::crash::unique_name(&format!("clock-{seed:016x}")),
-                dir,
-                seed,
-            )?),
-            _ => None,
-        };
+        let outside_clock = shared_vfs::outside_clock(seed, power.as_ref(), vfs_state.as_deref())?;
         if let Some(name) = power
             .as_ref()
             .map(|power| power.vfs.name())
@@ -260,7 +253,7 @@ impl<'a> Simulator<'a> {
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
         let observer = system.open_observer().map_err(SimError::Setup)?;
         if let Some(power) = &power {
-            shared_vfs_loaded(power, implementation)?;
+            shared_vfs::loaded(power, implementation)?;
         }
 
         let mut plan = scenario.fault_plan();
@@ -605,24 +598,4 @@ impl<'a> Simulator<'a> {
         }
         next
     }
-}
-
-/// For an outside store with power loss: whether its processes' SQLite
-/// went through crashsim's VFS extension (they counted themselves in the
-/// shared control region), from evidence, not from the adapter's word.
-fn shared_vfs_loaded(power: &Power, implementation: &dyn Implementation) -> Result<(), SimError> {
-    if power.vfs.shared_dir().is_none() || power.vfs.control().loads.load(std::sync::atomic::Ordering::Acquire) > 0 {
-        return Ok(());
-    }
-    Err(SimError::Unsupported(
-        format!("the adapter `{}`", implementation.description()),
-        format!(
-            "power loss: none of its processes loaded crashsim's VFS extension into its SQLite \
-             (the file ${} names, entry point {}); the Python SDK loads it itself, any other \
-             adapter must load it before opening a database (docs/adapter-protocol.md, \"Power \
-             loss\"); its stderr says why it could not",
-            crate::vfs::extension::ENV_EXTENSION,
-            crate::vfs::extension::ENTRY_POINT
-        ),
-    ))
 }

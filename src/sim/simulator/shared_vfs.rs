@@ -8,19 +8,21 @@
 //! the adapter answered `open`. Recorded as `Op::Unsynced`, judged by
 //! `check::settings`.
 //!
-//! Also here: where kills inside a `call` land (`inside_calls`), the same
-//! shared region.
-//!
 //! Only where the evidence is the store's own: the shared VFS of a run of
 //! an outside store. A step whose writes bypassed the VFS (points did not
 //! move) proves nothing and is left alone.
 
 use std::sync::atomic::Ordering;
 
-use super::Simulator;
+use std::path::Path;
+
+use super::{SimError, Simulator};
 use crate::actors::Role;
+use crate::sim::power::Power;
+use crate::store::Implementation;
 use crate::store::Synchronous;
 use crate::trace::Op;
+use crate::vfs::CrashVfs;
 
 /// The shared counters before a step: persistence points and syncs.
 #[derive(Clone, Copy)]
@@ -91,4 +93,41 @@ impl Simulator<'_> {
             seed: self.seed,
         })
     }
+}
+
+/// Without power loss, for an outside store (`dir` is its shared state):
+/// a region that only answers SQLite's clock and counts.
+pub(super) fn outside_clock(
+    seed: u64,
+    power: Option<&Power>,
+    dir: Option<&Path>,
+) -> Result<Option<CrashVfs>, SimError> {
+    match (power, dir) {
+        (None, Some(dir)) => Ok(Some(CrashVfs::clock_only(
+            &crate::vfs::crash::unique_name(&format!("clock-{seed:016x}")),
+            dir,
+            seed,
+        )?)),
+        _ => Ok(None),
+    }
+}
+
+/// For an outside store with power loss: whether its processes' SQLite
+/// went through crashsim's VFS extension (they counted themselves in the
+/// shared control region), from evidence, not from the adapter's word.
+pub(super) fn loaded(power: &Power, implementation: &dyn Implementation) -> Result<(), SimError> {
+    if power.vfs.shared_dir().is_none() || power.vfs.control().loads.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        return Ok(());
+    }
+    Err(SimError::Unsupported(
+        format!("the adapter `{}`", implementation.description()),
+        format!(
+            "power loss: none of its processes loaded crashsim's VFS extension into its SQLite \
+             (the file ${} names, entry point {}); the Python SDK loads it itself, any other \
+             adapter must load it before opening a database (docs/adapter-protocol.md, \"Power \
+             loss\"); its stderr says why it could not",
+            crate::vfs::extension::ENV_EXTENSION,
+            crate::vfs::extension::ENTRY_POINT
+        ),
+    ))
 }
