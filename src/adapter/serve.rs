@@ -46,8 +46,7 @@ pub fn main(name: &str) -> u8 {
             crate::vfs::shim::api(),
             std::path::Path::new(&dir),
             crashsim_vfs::extension::VFS_NAME,
-            true,
-            true,
+            crashsim_vfs::extension::Process::Store,
         );
         if let Err(message) = registered {
             eprintln!("crashsim serve: the crash VFS: {message}");

@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crashsim_vfs::control::{Control, RECORD};
 use crashsim_vfs::crash::{CrashHooks, Sink};
 use crashsim_vfs::disk::{Draws, State};
-use crashsim_vfs::extension::{CONTROL_FILE, LOG_FILE};
+use crashsim_vfs::extension::{CONTROL_FILE, LOG_FILE, Process};
 use crashsim_vfs::log::{self, Strays};
 use rusqlite::ffi;
 
@@ -149,10 +149,8 @@ impl CrashVfs {
         control.model.store(model.code(), Ordering::Release);
         control.seed.store(seed, Ordering::Release);
         control.flags.store(if record { RECORD } else { 0 }, Ordering::Release);
-        let (_, registered) =
-            crashsim_vfs::extension::register_logging(shim::api(), dir, name, false, false).map_err(VfsError::Io)?;
-        // What this process registered counts no load of the extension.
-        control.loads.store(0, Ordering::Release);
+        let (_, registered) = crashsim_vfs::extension::register_logging(shim::api(), dir, name, Process::Crashsim)
+            .map_err(VfsError::Io)?;
         Ok(CrashVfs {
             registered,
             state: Box::leak(Box::default()),

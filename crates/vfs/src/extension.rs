@@ -37,31 +37,47 @@ pub const LOG_FILE: &str = "log";
 /// The name the extension's VFS registers under (and becomes the default).
 pub const VFS_NAME: &str = "crashsim";
 
+/// Whose process a logging crash VFS is registered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Process {
+    /// A store's (the extension, `crashsim serve`): the VFS becomes the
+    /// default, counts itself as a load of the extension (evidence for
+    /// crashsim), seeds SQLite's randomness, and the process dies at an
+    /// armed kill.
+    Store,
+    /// crashsim's own, for the roles its reference serves: by name only,
+    /// and it never dies.
+    Crashsim,
+}
+
 /// Registers a crash VFS called `name` that logs to the state in `dir`
-/// (which crashsim laid out), forwarding to `api`'s default VFS. With
-/// `may_kill` (an adapter's process) the process dies at an armed kill.
+/// (which crashsim laid out), forwarding to `api`'s default VFS, in
+/// `process`.
 pub fn register_logging(
     api: Api,
     dir: &Path,
     name: &str,
-    make_default: bool,
-    may_kill: bool,
+    process: Process,
 ) -> Result<(&'static Control, &'static Registered), String> {
     let control_path = dir.join(CONTROL_FILE);
     let control =
         Control::open(&control_path).map_err(|error| format!("mapping {}: {error}", control_path.display()))?;
     let log_path = dir.join(LOG_FILE);
     let writer = log::Writer::open(&log_path).map_err(|error| format!("opening {}: {error}", log_path.display()))?;
-    let index = control.loads.fetch_add(1, Ordering::AcqRel);
-    let mut stream = control.seed.load(Ordering::Acquire) ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    let store = process == Process::Store;
+    let randomness = store.then(|| {
+        let index = control.loads.fetch_add(1, Ordering::AcqRel);
+        let mut stream = control.seed.load(Ordering::Acquire) ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        Mutex::new(splitmix64(&mut stream))
+    });
     let hooks = CrashHooks {
         control,
         sink: Sink::Log(writer),
         inner_is_unix: shim::default_vfs_name(&api).starts_with("unix"),
-        randomness: Some(Mutex::new(splitmix64(&mut stream))),
-        may_kill,
+        randomness,
+        may_kill: store,
     };
-    let registered = shim::register(api, name, Box::new(hooks), make_default).map_err(|error| error.to_string())?;
+    let registered = shim::register(api, name, Box::new(hooks), store).map_err(|error| error.to_string())?;
     Ok((control, registered))
 }
 
@@ -122,7 +138,7 @@ pub unsafe extern "C" fn sqlite3_crashsimvfs_init(
             return Err(format!("SQLite {version} is older than 3.7.17"));
         }
         let dir = std::env::var_os(ENV_STATE).ok_or_else(|| format!("{ENV_STATE} is not set"))?;
-        let (control, _) = register_logging(api, Path::new(&dir), VFS_NAME, true, true)?;
+        let (control, _) = register_logging(api, Path::new(&dir), VFS_NAME, Process::Store)?;
         control.sqlite_version.store(version as u64, Ordering::Release);
         Ok(())
     });

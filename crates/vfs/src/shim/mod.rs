@@ -22,7 +22,7 @@
 //! answers for them, `xDelete` forgets them, and they are never mapped. The
 //! real file is still opened, locked and deleted, so locking is unchanged.
 //!
-//! Files: this one (registration and the data methods), `system.rs` (the
+//! Files: this one (registration and the data methods), `error.rs`, `system.rs` (the
 //! VFS-level methods), `mapping.rs` (shared memory, memory mapping).
 //!
 //! Invariants the callbacks rely on:
@@ -48,35 +48,12 @@ use crate::ffi;
 use crate::ffi::Api;
 use crate::memory::{Image, Images};
 
+mod error;
 mod mapping;
 mod system;
+pub use error::VfsError;
 use mapping::*;
 use system::*;
-
-/// Why a VFS could not be registered.
-#[derive(Debug)]
-pub enum VfsError {
-    BadName(String),
-    NameTaken(String),
-    NoDefault,
-    Register(c_int),
-    /// The state a VFS needs could not be laid out or reached.
-    Io(String),
-}
-
-impl std::fmt::Display for VfsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            VfsError::BadName(name) => write!(f, "VFS name {name:?} contains a NUL byte"),
-            VfsError::NameTaken(name) => write!(f, "a VFS called {name:?} is already registered"),
-            VfsError::NoDefault => write!(f, "SQLite has no default VFS to forward to"),
-            VfsError::Register(code) => write!(f, "sqlite3_vfs_register failed with code {code}"),
-            VfsError::Io(message) => write!(f, "{message}"),
-        }
-    }
-}
-
-impl std::error::Error for VfsError {}
 
 /// A file as the hooks see it.
 pub struct File<'a> {
