@@ -33,10 +33,16 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
     let settings = settings(dir.path(), 30);
     // Mistake 11 needs leases, 12 a de-dup retention, and a de-dup record
     // committed after the effect inside one call a power cut between the
-    // two: each has its own test below.
+    // two, and ordering by a timestamp clocks that step back by seconds:
+    // each has its own test below.
     let lease_free: Vec<_> = MUTANTS
         .iter()
-        .filter(|mutant| mutant.mistake != 11 && mutant.mistake != 12 && mutant.name != "dedup_after_effect")
+        .filter(|mutant| {
+            mutant.mistake != 11
+                && mutant.mistake != 12
+                && mutant.name != "dedup_after_effect"
+                && mutant.name != "load_by_timestamp"
+        })
         .collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
@@ -132,6 +138,9 @@ fn each_mutant_trips_its_own_invariant() {
         ("sync_off", "I9", DETECT),
         ("key_case_fold", "I7", DETECT),
         ("key_trim", "I7", DETECT),
+        ("autocommit", "I5", DETECT),
+        ("pending_offset_drift", "I1", DETECT),
+        ("load_by_timestamp", "I6", "scenarios/clocks.toml"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
     let mut scenarios: Vec<&str> = expected.iter().map(|(_, _, scenario)| *scenario).collect();
@@ -201,5 +210,39 @@ fn each_mutant_trips_its_own_invariant() {
         let reference = rows.last().unwrap();
         assert_eq!(reference["mutant"], "reference");
         assert_eq!(reference["caught"], false);
+    }
+}
+
+/// A store whose reads answer wrongly is caught by a shipped scenario, and
+/// the first line names the answer: `pending` hiding rows (I1) in
+/// `smoke.toml`, `load` ordered by a timestamp (I6) in `clocks.toml`.
+#[test]
+fn wrong_answers_are_caught_by_shipped_scenarios_and_named_first() {
+    for (scenario, mutant, invariant, words) in [
+        ("smoke", "pending_offset_drift", "I1", "pending(limit"),
+        ("clocks", "load_by_timestamp", "I6", "(out of seq order)"),
+    ] {
+        let dir = work_dir();
+        let report = dir.path().join("report");
+        let output = crashsim(&[
+            "run",
+            scenario,
+            "--mutant",
+            mutant,
+            "--seeds",
+            "1",
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{mutant}: {}", stdout(&output));
+        let out = stdout(&output);
+        let first = out
+            .lines()
+            .find(|line| line.starts_with("fail: seed=0"))
+            .unwrap_or_default();
+        assert!(
+            first.contains(&format!("{invariant} ")) && first.contains(words),
+            "{mutant}: the first line names the wrong answer: {out}"
+        );
     }
 }

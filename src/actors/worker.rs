@@ -141,6 +141,7 @@ impl Worker {
             None => {
                 let rows = retry_or_crash(ctx, "pending", self.store.pending(ctx.world.pending_batch))?;
                 ctx.record(Op::Pending {
+                    limit: ctx.world.pending_batch,
                     command_ids: rows.iter().map(|row| row.command_id.clone()).collect(),
                 });
                 rows.into_iter().map(|row| (row, None)).collect()

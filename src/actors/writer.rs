@@ -30,7 +30,7 @@ use crate::sim::Ctx;
 use crate::sim::faults::KillPoint;
 use crate::sim::net::Message;
 use crate::store::{Granularity, Request, Store, StoreError};
-use crate::trace::{Appended, Op};
+use crate::trace::{Appended, Loaded, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
 use crate::workflow::{Replayed, decide};
 
@@ -174,11 +174,27 @@ impl Writer {
         let replayed = engine.replay(&workflow_id, &events, &mut |command_id, command| {
             dispatch(ctx, command_id, command, true);
         });
+        // The answer as it came, for the checkers to judge (`check::answers`).
+        let answer: Vec<Loaded> = events
+            .iter()
+            .map(|event| Loaded {
+                seq: event.seq,
+                kind: event.kind.clone(),
+                workflow_id: (event.workflow_id != workflow_id).then(|| event.workflow_id.clone()),
+            })
+            .collect();
         let replayed = match replayed {
             Ok(replayed) => replayed,
             Err(error) => {
                 // A history that does not fold was written by a stale or
-                // broken writer; the checkers report it. Nothing to decide.
+                // broken writer, or the store answered wrongly; the checkers
+                // report it. Nothing to decide.
+                ctx.record(Op::Load {
+                    workflow_id: workflow_id.clone(),
+                    last_seq: 0,
+                    phase: "unreplayable".to_string(),
+                    events: answer,
+                });
                 ctx.record(Op::Failed {
                     step: "replay".to_string(),
                     error: error.to_string(),
@@ -190,6 +206,7 @@ impl Writer {
             workflow_id: workflow_id.clone(),
             last_seq: replayed.last_seq,
             phase: replayed.trip.phase_name().to_string(),
+            events: answer,
         });
         if replayed.last_seq == 0 {
             let city = ctx

@@ -9,6 +9,7 @@
 //! | file          | invariants |
 //! |---------------|------------|
 //! | commands.rs   | I1 no lost command (the mark-done audit on every run), I5 atomic append |
+//! | answers/      | the store's own answers judged when given: I6 `load` and `commands`, I5 rows of a transaction that never committed, I1 a `pending` that hides due rows |
 //! | retries.rs    | I1 for retry timers: a dead letter is never done, is visible with its attempts, no early retry |
 //! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface, keys compared exactly |
 //! | sequence.rs   | I3 stale writers rejected |
@@ -31,6 +32,7 @@
 //! and I1's "every row is done" clause need the run to have settled.
 
 pub mod adapter;
+mod answers;
 mod commands;
 pub mod coverage;
 mod durability;
@@ -252,6 +254,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     history.lost = durability::lost_commits(input, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
+    violations.extend(answers::check(input));
     violations.extend(retries::check(input));
     violations.extend(effects::check(input, &history));
     violations.extend(sequence::check(input, &history));

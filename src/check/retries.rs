@@ -129,7 +129,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                     .ticks([event.tick]),
                 );
             }
-            Op::Pending { command_ids } => {
+            Op::Pending { command_ids, .. } => {
                 for command_id in command_ids {
                     note_read(&timers, &mut early, event.actor, command_id, clock);
                 }
@@ -285,6 +285,7 @@ mod tests {
         fixture.push(
             worker,
             Op::Pending {
+                limit: 1,
                 command_ids: vec![ID.into()],
             },
         );
@@ -310,6 +311,7 @@ mod tests {
         fixture.push(
             worker,
             Op::Pending {
+                limit: 1,
                 command_ids: vec![ID.into()],
             },
         );

@@ -14,6 +14,7 @@
 //! | `max_seq_plus_one` | 1 | `insert_event` takes `MAX(seq)+1`, ignoring `expected_seq` |
 //! | `renumber_on_conflict` | 2 | `insert_event` retries a stale append at the next free `seq` |
 //! | `split_transactions` | 3 | `insert_event` commits before the commands are inserted |
+//! | `autocommit` | 3 | no `BEGIN`: every statement of an append commits on its own |
 //! | `deliver_before_commit` | 4 | the writer sends commands itself before committing |
 //! | `random_key_per_attempt` | 5 | a fresh idempotency key on every delivery attempt |
 //! | `mark_done_before_confirm` | 6 | the worker marks the row done before delivering it |
@@ -28,16 +29,22 @@
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //! | `key_case_fold` | 14 | the receiver's de-dup lookup ignores case (`COLLATE NOCASE`) |
 //! | `key_trim` | 14 | the receiver trims whitespace off keys before using them |
+//! | `pending_offset_drift` | 15 | `pending` pages with an `OFFSET` kept across calls, skipping rows |
+//! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //!
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
 //! late (`scenarios/retries.toml`); `dedup_after_effect` only where the
 //! power can go out inside a call (`scenarios/power_loss.toml`); mistake 14
 //! (crashsim's addition to PROTOCOL.md §7: idempotency keys compared
-//! inexactly) where ids are hostile or near-miss keys are probed.
+//! inexactly) where ids are hostile or near-miss keys are probed; mistake
+//! 15 (crashsim's too: a store whose reads answer wrongly) wherever the
+//! answers are judged, `load_by_timestamp` only where clocks step back by
+//! seconds (`scenarios/clocks.toml`).
 
 mod engine;
 mod forward;
+mod reads;
 mod receiver;
 mod store;
 
@@ -104,8 +111,8 @@ const BASE: Mutant = Mutant {
     caught_by: &[],
 };
 
-/// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistake 14).
-pub static MUTANTS: [Mutant; 17] = [
+/// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
+pub static MUTANTS: [Mutant; 20] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -128,6 +135,14 @@ pub static MUTANTS: [Mutant; 17] = [
         description: "event and outbox rows committed in separate transactions",
         store: |inner| Box::new(store::SplitTransactions { inner }),
         caught_by: &[Invariant::I5, Invariant::I1],
+        ..BASE
+    },
+    Mutant {
+        name: "autocommit",
+        mistake: 3,
+        description: "append in autocommit mode: no BEGIN, each statement commits on its own",
+        store: |inner| Box::new(store::Autocommit { inner }),
+        caught_by: &[Invariant::I5],
         ..BASE
     },
     Mutant {
@@ -245,6 +260,22 @@ pub static MUTANTS: [Mutant; 17] = [
         description: "idempotency keys trimmed of whitespace before the de-dup lookup and record",
         receiver: |inner| Box::new(receiver::KeyTrim { inner }),
         caught_by: &[Invariant::I7],
+        ..BASE
+    },
+    Mutant {
+        name: "pending_offset_drift",
+        mistake: 15,
+        description: "pending pages through the outbox with an OFFSET kept across calls: rows done meanwhile make it skip others",
+        store: |inner| Box::new(reads::PendingOffsetDrift { inner, offset: 0 }),
+        caught_by: &[Invariant::I1],
+        ..BASE
+    },
+    Mutant {
+        name: "load_by_timestamp",
+        mistake: 15,
+        description: "load orders a workflow's events by created_at (CURRENT_TIMESTAMP) instead of seq",
+        store: |inner| Box::new(reads::LoadByTimestamp { inner }),
+        caught_by: &[Invariant::I6],
         ..BASE
     },
 ];
@@ -375,8 +406,8 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=14).collect();
-        assert_eq!(mistakes, covered, "mistakes 1-14 are covered");
+        let covered: std::collections::BTreeSet<u8> = (1..=15).collect();
+        assert_eq!(mistakes, covered, "mistakes 1-15 are covered");
         assert!(
             MUTANTS.iter().all(|mutant| !mutant.caught_by.is_empty()),
             "each names its invariant"

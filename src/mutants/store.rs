@@ -139,3 +139,41 @@ impl Store for UnfencedMarkDone {
         Ok(statement.execute(rusqlite::params![command_id, result])? == 1)
     }
 }
+
+/// Mistake 3 again, as Python's `sqlite3` users meet it: the append runs
+/// in autocommit mode (no `BEGIN`), so each statement commits on its own.
+/// The event and its commands are all stored once the last insert ran, so
+/// the final state looks whole; but a writer that dies before its
+/// `COMMIT` has already left its event for the next writer to build on.
+pub struct Autocommit {
+    pub inner: ReferenceStore,
+}
+
+impl Store for Autocommit {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        insert_event,
+        insert_command,
+        mark_done,
+        connection,
+        claim,
+        mark_done_leased,
+        schedule_retry,
+        timers
+    );
+
+    fn begin(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

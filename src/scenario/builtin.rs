@@ -66,7 +66,7 @@ macro_rules! builtin {
 }
 
 /// Every built-in scenario: the scenarios first, then the demonstrations.
-pub const BUILTINS: [Builtin; 11] = [
+pub const BUILTINS: [Builtin; 12] = [
     builtin!("smoke", Kind::Scenario),
     builtin!("contention", Kind::Scenario),
     builtin!("crash_storm", Kind::Scenario),
@@ -76,6 +76,7 @@ pub const BUILTINS: [Builtin; 11] = [
     builtin!("power_loss", Kind::Scenario),
     builtin!("leases", Kind::Scenario),
     builtin!("retries", Kind::Scenario),
+    builtin!("clocks", Kind::Scenario),
     builtin!("demonstrations/ghost_effect", Kind::Demonstration),
     builtin!("demonstrations/short_retention", Kind::Demonstration),
 ];

@@ -30,6 +30,7 @@ mod network;
 mod output;
 mod pause;
 mod retryable;
+mod settle;
 mod shared_vfs;
 mod skew;
 
@@ -180,6 +181,8 @@ pub struct Simulator<'a> {
     steps: u64,
     probes: u64,
     settled: bool,
+    /// When the files may next be dumped to confirm that the run settled.
+    confirm: settle::Confirm,
     store_path: PathBuf,
     receiver_path: PathBuf,
 }
@@ -333,6 +336,7 @@ impl<'a> Simulator<'a> {
             steps: 0,
             probes: 0,
             settled: false,
+            confirm: settle::Confirm::default(),
             store_path,
             receiver_path,
         };

@@ -31,6 +31,16 @@ pub struct Appended {
     pub command_ids: Vec<String>,
 }
 
+/// One event of a `load` answer, as the store returned it (in its order).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loaded {
+    pub seq: u64,
+    pub kind: String,
+    /// Set only when the event belongs to another workflow than the one loaded.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub workflow_id: Option<String>,
+}
+
 /// A row a worker claimed, with the claim's fencing token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claimed {
@@ -73,11 +83,14 @@ pub enum Op {
     Heads {
         candidates: usize,
     },
-    /// Loaded and replayed a workflow.
+    /// Loaded and replayed a workflow: `events` is the store's answer as
+    /// it came (judged against the committed history, `check::answers`);
+    /// `phase` is `unreplayable` when the answer does not fold.
     Load {
         workflow_id: String,
         last_seq: u64,
         phase: String,
+        events: Vec<Loaded>,
     },
     /// Looked up the result of the command the workflow waits for.
     Awaiting {
@@ -111,7 +124,9 @@ pub enum Op {
     Rollback,
 
     // Workers.
+    /// The store's answer to `pending(limit)`.
     Pending {
+        limit: usize,
         command_ids: Vec<String>,
     },
     Send {

@@ -4,7 +4,7 @@
 use crate::model::Shown;
 use std::fmt::Write;
 
-use super::event::{Op, TraceEvent};
+use super::event::{Loaded, Op, TraceEvent};
 use crate::store::{Lookup, Outcome};
 
 /// One event as a human line.
@@ -15,6 +15,22 @@ pub fn line(event: &TraceEvent) -> String {
         event.actor.to_string(),
         describe(&event.op)
     )
+}
+
+/// A `load` answer as `seq:kind` in the store's order, an event of
+/// another workflow as `workflow#seq:kind`.
+pub fn loaded(events: &[Loaded]) -> String {
+    let mut out = String::new();
+    for (index, event) in events.iter().enumerate() {
+        if index > 0 {
+            out.push(' ');
+        }
+        if let Some(other) = &event.workflow_id {
+            let _ = write!(out, "{}#", Shown(other));
+        }
+        let _ = write!(out, "{}:{}", event.seq, event.kind);
+    }
+    out
 }
 
 fn outcome(outcome: &Outcome) -> String {
@@ -45,8 +61,10 @@ pub fn describe(op: &Op) -> String {
             workflow_id,
             last_seq,
             phase,
+            events,
         } => format!(
-            "load {workflow_id_shown} last_seq={last_seq} phase={phase}",
+            "load {workflow_id_shown} last_seq={last_seq} phase={phase} [{}]",
+            loaded(events),
             workflow_id_shown = Shown(workflow_id)
         ),
         Op::Awaiting { command_id, done } => {
@@ -93,7 +111,7 @@ pub fn describe(op: &Op) -> String {
             text
         }
         Op::Rollback => "rollback".to_string(),
-        Op::Pending { command_ids } => format!("pending [{}]", command_ids.join(", ")),
+        Op::Pending { limit, command_ids } => format!("pending (limit {limit}) [{}]", command_ids.join(", ")),
         Op::Send {
             command_id,
             key,

@@ -1,4 +1,4 @@
-//! Retryable failures and the settle rule of runs with retry timers.
+//! Retryable failures (the settle rule of runs with timers is in `settle.rs`).
 //!
 //! Two fault-phase faults, drawn from streams of their own (so runs without
 //! them draw nothing new, and a forced schedule replays them): a receiver
@@ -13,18 +13,16 @@
 //! workflow is terminal or waits on a dead-lettered command (manual
 //! handling: neither done nor failed, and nothing more will happen).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::{Phase, Simulator};
 use crate::actors::{ActorId, Role};
-use crate::model::Head;
 use crate::ratio::Ratio;
 use crate::sim::faults::{Fault, FaultSource, Injected};
 use crate::sim::net::{Address, Message};
 use crate::sim::prng::Prng;
 use crate::store::Outcome;
 use crate::trace::Op;
-use crate::workflow::trip::{HOTEL_BOOKED, HOTEL_FAILED};
 
 /// The error a refusing receiver answers.
 const REFUSED: &str = "receiver unavailable (503), retry later";
@@ -157,31 +155,5 @@ impl Simulator<'_> {
                 error: REPLACED.to_string(),
             },
         }
-    }
-
-    /// With the outbox drained of due rows: whether the run has settled
-    /// (module docs). Without `[retries]`, every workflow must be terminal.
-    pub(super) fn settled_by(&mut self, heads: &[Head]) -> Result<bool, crate::store::StoreError> {
-        let terminal = |head: &Head| head.kind == HOTEL_BOOKED || head.kind == HOTEL_FAILED;
-        if self.scenario.retries.is_none() {
-            return Ok(heads.iter().filter(|head| terminal(head)).count() == self.world.trips.len());
-        }
-        let Some(observer) = self.observer.as_deref_mut() else {
-            return Ok(false);
-        };
-        let timers = observer.timers()?;
-        if timers.iter().any(|timer| timer.waiting()) {
-            return Ok(false);
-        }
-        let manual: BTreeSet<&str> = timers
-            .iter()
-            .filter(|timer| timer.dead_lettered_at.is_some())
-            .map(|timer| timer.workflow_id.as_str())
-            .collect();
-        let settled = heads
-            .iter()
-            .filter(|head| terminal(head) || manual.contains(head.workflow_id.as_str()))
-            .count();
-        Ok(settled == self.world.trips.len())
     }
 }

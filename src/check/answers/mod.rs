@@ -1,0 +1,273 @@
+//! The store's answers judged against the state the trace fixes: I6 for
+//! the reads a writer decides from, I5 for rows of a transaction that
+//! never committed, I1 for a `pending` that hides due rows.
+//!
+//! The run's verdict must not rest on the store's word. The simulator
+//! drives the store through its own reads (`load`, `commands`, `pending`),
+//! and a wrong answer there shows up, if at all, far from its cause: as a
+//! writer waiting forever (I10), as "never marked done" once the run ends
+//! early. So every answer the trace records is compared, at the moment it
+//! was given, with what the trace fixes about the store then (`known`):
+//!
+//! - **`load`** (I6): the committed events of that workflow, in `seq`
+//!   order 1, 2, 3 … with no gap, none of another workflow, and none that
+//!   no writer committed. An event whose transaction never committed (its
+//!   writer rolled back or died before asking to commit) is I5: "stored
+//!   although the transaction that wrote it never committed", the mark of a
+//!   store in autocommit mode or one that commits its statements apart.
+//! - **`commands`** (I6): the awaited command is done if and only if a
+//!   worker marked it done (or a call that could have did).
+//! - **`pending(limit)`** (I1): fewer rows than `limit` while rows were
+//!   certainly due (committed, never marked or retried): the answer hid
+//!   commands, which is how a command gets lost. `claim` is not judged
+//!   here: leases and skewed clocks decide what it may return (`leases.rs`).
+//!
+//! Each family is reported once per workflow (`load`, `commands`) or once
+//! per run (`pending`), at its first wrong answer, with how many more there were.
+
+mod known;
+
+use std::collections::BTreeMap;
+
+use super::{Input, Invariant, Violation};
+use crate::model::Shown;
+use crate::trace::render::loaded;
+use crate::trace::{Loaded, Op};
+use known::{Known, Place};
+
+pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    let mut known = Known::default();
+    let mut recoveries = input.recoveries.iter();
+    let mut found = Found::default();
+    for event in input.events {
+        if known.blind {
+            break;
+        }
+        match &event.op {
+            Op::Load {
+                workflow_id, events, ..
+            } => {
+                if let Some(violation) = judge_load(&known, workflow_id, events) {
+                    found.note(format!("load {workflow_id}"), violation.ticks([event.tick]), event);
+                }
+            }
+            Op::Awaiting { command_id, done } => {
+                if let Some(violation) = judge_awaiting(&known, command_id, *done) {
+                    let workflow = crate::model::workflow_of(command_id).to_string();
+                    found.note(format!("commands {workflow}"), violation.ticks([event.tick]), event);
+                }
+            }
+            Op::Pending { limit, command_ids } => {
+                if let Some(violation) = judge_pending(&known, *limit, command_ids) {
+                    found.note("pending".to_string(), violation.ticks([event.tick]), event);
+                }
+            }
+            _ => {}
+        }
+        known.observe(event, &mut recoveries);
+    }
+    found.into_violations()
+}
+
+/// The first wrong answer of each family, and how many followed.
+#[derive(Default)]
+struct Found {
+    first: BTreeMap<String, (Violation, usize)>,
+}
+
+impl Found {
+    fn note(&mut self, family: String, violation: Violation, event: &crate::trace::TraceEvent) {
+        let violation = Violation {
+            message: format!(
+                "{} (answer to {} at tick {})",
+                violation.message, event.actor, event.tick
+            ),
+            ..violation
+        };
+        self.first
+            .entry(family)
+            .and_modify(|(_, more)| *more += 1)
+            .or_insert((violation, 0));
+    }
+
+    fn into_violations(self) -> Vec<Violation> {
+        self.first
+            .into_values()
+            .map(|(violation, more)| match more {
+                0 => violation,
+                more => Violation {
+                    message: format!("{}; {more} later answer(s) as wrong", violation.message),
+                    ..violation
+                },
+            })
+            .collect()
+    }
+}
+
+/// A `load` answer against the committed history: the first wrong event.
+fn judge_load(known: &Known, workflow_id: &str, answer: &[Loaded]) -> Option<Violation> {
+    let empty = BTreeMap::new();
+    let committed = known.committed.get(workflow_id).unwrap_or(&empty);
+    let shown = Shown(workflow_id);
+    let wrong = |message: String, seq: u64| {
+        Some(
+            Violation::new(
+                Invariant::I6,
+                format!("load({shown}) answered [{}]: {message}", loaded(answer)),
+            )
+            .workflow(workflow_id)
+            .seq(seq),
+        )
+    };
+    for (index, event) in answer.iter().enumerate() {
+        let position = index as u64 + 1;
+        if let Some(other) = &event.workflow_id {
+            return wrong(
+                format!("event {position} is {}#{} of another workflow", Shown(other), event.seq),
+                event.seq,
+            );
+        }
+        if event.seq != position {
+            let what = match answer.iter().any(|later| later.seq == position) {
+                true => "out of seq order",
+                false => "a gap",
+            };
+            return wrong(
+                format!(
+                    "event {position} has seq {} where seq {position} belongs ({what})",
+                    event.seq
+                ),
+                event.seq,
+            );
+        }
+        match committed.get(&event.seq) {
+            Some((kind, _)) if *kind == event.kind => {}
+            Some((kind, tick)) => {
+                return wrong(
+                    format!(
+                        "seq {} is {}, but the event committed at seq {} (tick {tick}) is {kind}",
+                        event.seq, event.kind, event.seq
+                    ),
+                    event.seq,
+                );
+            }
+            None => {
+                let place: Place = (workflow_id.to_string(), event.seq, event.kind.clone());
+                if known.maybe.contains(&place) {
+                    continue;
+                }
+                if let Some(tick) = known.unwritten.get(&place) {
+                    return Some(
+                        Violation::new(
+                            Invariant::I5,
+                            format!(
+                                "{shown}#{} ({}) is stored although the transaction that wrote it never \
+                                 committed: it ended without a commit at tick {tick}, and load({shown}) \
+                                 still answered [{}]",
+                                event.seq,
+                                event.kind,
+                                loaded(answer)
+                            ),
+                        )
+                        .workflow(workflow_id)
+                        .seq(event.seq)
+                        .ticks([*tick]),
+                    );
+                }
+                if let Some(writer) = known.writing(&place) {
+                    return Some(
+                        Violation::new(
+                            Invariant::I5,
+                            format!(
+                                "{shown}#{} ({}) is visible to another connection before the transaction \
+                                 of {writer} that writes it committed: load({shown}) answered [{}]",
+                                event.seq,
+                                event.kind,
+                                loaded(answer)
+                            ),
+                        )
+                        .workflow(workflow_id)
+                        .seq(event.seq),
+                    );
+                }
+                return wrong(
+                    format!("seq {} ({}) is an event no writer committed", event.seq, event.kind),
+                    event.seq,
+                );
+            }
+        }
+    }
+    // Every committed event must be in the answer.
+    let missing = committed.range(answer.len() as u64 + 1..).next();
+    missing.and_then(|(seq, (kind, tick))| {
+        wrong(
+            format!("it leaves out seq {seq} ({kind}), committed at tick {tick}"),
+            *seq,
+        )
+        .map(|violation| violation.ticks([*tick]))
+    })
+}
+
+/// The awaited command's `done`, as the store's `commands` answered it.
+fn judge_awaiting(known: &Known, command_id: &str, done: bool) -> Option<Violation> {
+    let shown = Shown(command_id);
+    if !known.rows.contains_key(command_id) {
+        // A row the trace does not know (an id the store made up): I1 and I5 judge it from the dump.
+        return None;
+    }
+    match (done, known.marked.get(command_id)) {
+        (false, Some(tick)) => Some(
+            Violation::new(
+                Invariant::I6,
+                format!("commands answered {shown} as pending, but it was marked done at tick {tick}"),
+            )
+            .command(command_id)
+            .ticks([*tick]),
+        ),
+        (true, None) if !known.touched.contains(command_id) => Some(
+            Violation::new(
+                Invariant::I6,
+                format!("commands answered {shown} as done, but no worker ever marked it done"),
+            )
+            .command(command_id),
+        ),
+        _ => None,
+    }
+}
+
+/// A `pending(limit)` answer that came back short while rows were due.
+fn judge_pending(known: &Known, limit: usize, answer: &[String]) -> Option<Violation> {
+    if answer.len() >= limit {
+        return None;
+    }
+    let left_out: Vec<(&String, &u64)> = known
+        .due()
+        .filter(|(command_id, _)| !answer.contains(command_id))
+        .collect();
+    let (first, committed) = *left_out.first()?;
+    let named: Vec<String> = left_out
+        .iter()
+        .take(5)
+        .map(|(command_id, tick)| format!("{} (committed at tick {tick})", Shown(command_id.as_str())))
+        .collect();
+    let more = match left_out.len() > 5 {
+        true => format!(" and {} more", left_out.len() - 5),
+        false => String::new(),
+    };
+    Some(
+        Violation::new(
+            Invariant::I1,
+            format!(
+                "pending(limit {limit}) answered {} row(s) while {} more were due: it left out {}{more}",
+                answer.len(),
+                left_out.len(),
+                named.join(", ")
+            ),
+        )
+        .command(first)
+        .ticks([*committed]),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,105 @@
+//! Mutants whose reads answer wrongly (crashsim's mistake 15): the store's
+//! writes are right, but what it tells the engine is not. Caught only by
+//! judging each answer against what the trace fixes (`check::answers`),
+//! never by believing it.
+
+use rusqlite::params;
+
+use super::forward::forward_store;
+use crate::model::{OutboxRow, StoredEvent};
+use crate::store::reference::ReferenceStore;
+use crate::store::{Result, Store};
+
+/// `pending` pages through the outbox with an `OFFSET` it keeps between
+/// calls, starting over only when a page comes back empty. Rows marked done
+/// meanwhile shift the rest down, so the next page skips as many pending
+/// rows as were done: they wait for the wrap-around, or, with a worker
+/// that reads only as long as pages come back full, forever.
+pub struct PendingOffsetDrift {
+    pub inner: ReferenceStore,
+    pub offset: usize,
+}
+
+impl Store for PendingOffsetDrift {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        claim,
+        mark_done_leased,
+        schedule_retry,
+        timers
+    );
+
+    fn pending(&mut self, limit: usize) -> Result<Vec<OutboxRow>> {
+        let sql = "SELECT command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result
+                     FROM outbox WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1 OFFSET ?2";
+        let mut statement = self.inner.conn().prepare_cached(sql)?;
+        let rows = statement.query_map(params![limit as i64, self.offset as i64], |row| {
+            Ok(OutboxRow {
+                command_id: row.get(0)?,
+                workflow_id: row.get(1)?,
+                event_seq: row.get(2)?,
+                kind: row.get(3)?,
+                payload: row.get(4)?,
+                done: row.get(5)?,
+                result: row.get(6)?,
+            })
+        })?;
+        let rows: Vec<OutboxRow> = rows.collect::<rusqlite::Result<_>>()?;
+        self.offset = match rows.is_empty() {
+            true => 0,
+            false => self.offset + rows.len(),
+        };
+        Ok(rows)
+    }
+}
+
+/// `load` orders a workflow's events by `created_at` (stamped with
+/// `CURRENT_TIMESTAMP`, a second's grain, by the writer's own clock)
+/// instead of by `seq`: right while clocks agree, wrong when one steps back.
+pub struct LoadByTimestamp {
+    pub inner: ReferenceStore,
+}
+
+impl Store for LoadByTimestamp {
+    forward_store!(
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        claim,
+        mark_done_leased,
+        schedule_retry,
+        timers
+    );
+
+    fn load(&mut self, workflow_id: &str) -> Result<Vec<StoredEvent>> {
+        let mut statement = self
+            .inner
+            .conn()
+            .prepare_cached("SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY created_at")?;
+        let rows = statement.query_map([workflow_id], |row| {
+            Ok(StoredEvent {
+                workflow_id: workflow_id.to_string(),
+                seq: row.get(0)?,
+                kind: row.get(1)?,
+                payload: row.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
