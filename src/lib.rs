@@ -14,6 +14,7 @@
 //! - `workload`  the workload's text: workflow ids and payload strings, polite or hostile; near-miss keys.
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
+//! - `invariant` the invariants' names (I1–I10, A1, D1): what checkers judge and mutants are caught by.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel.
 //! - `harness`   the library API: your own Rust store under a scenario and seeds, verdicts, replays, reports.
@@ -41,6 +42,7 @@ pub mod durability;
 pub mod exit;
 pub mod harness;
 pub mod interrupt;
+pub mod invariant;
 pub mod model;
 pub mod mutants;
 pub mod platform;
