@@ -14,10 +14,11 @@
 //! - `workload`  the workload's text: workflow ids and payload strings, polite or hostile; near-miss keys.
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
 //! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
+//! - `invariant` the invariants' names (I1–I10, A1, D1): what checkers judge and mutants are caught by.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
-//! - `runner`    one seed end to end; many seeds in parallel.
+//! - `runner`    one seed end to end; many seeds in parallel; D1 (`runner::determinism`): a seed run
+//!   twice, and the first answer that differed.
 //! - `harness`   the library API: your own Rust store under a scenario and seeds, verdicts, replays, reports.
-//! - `determinism` D1: a seed run twice, and the first answer that differed.
 //! - `detect`    detection power: seeds-to-detection of each mutant, the reference kept clean.
 //! - `shrink`    greedy delta debugging of a failing run over its forced fault schedule.
 //! - `capsule`   replay capsules: a run as a small TOML file that replays it exactly.
@@ -36,11 +37,11 @@ pub mod capsule;
 pub mod check;
 pub mod cli;
 pub mod detect;
-pub mod determinism;
 pub mod durability;
 pub mod exit;
 pub mod harness;
 pub mod interrupt;
+pub mod invariant;
 pub mod model;
 pub mod mutants;
 pub mod platform;
@@ -57,3 +58,6 @@ pub mod vfs;
 pub mod workflow;
 pub mod workload;
 pub mod workspace;
+
+/// D1 lives with the runner that runs a seed twice; its old path still names it.
+pub use runner::determinism;

@@ -10,16 +10,23 @@
 //! The actors are the harness's model of the application around the store
 //! (the workflow engine's loops); the store and receiver they drive are the
 //! code under test.
+//!
+//! The words actors and the simulator share live here, below the simulator:
+//! `KillPoint` (kill.rs) and `Message`, `Address` (message.rs). The
+//! simulator re-exports them where they used to be (`sim::faults`, `sim::net`).
 
 mod id;
+mod kill;
+mod message;
 pub mod receiver;
 pub mod worker;
 pub mod writer;
 
 pub use id::{ActorId, Role};
+pub use kill::{KILL_POINTS, KillPoint};
+pub use message::{Address, Message};
 
 use crate::sim::Ctx;
-use crate::sim::net::Message;
 use crate::store::{self, System, Who};
 
 /// When the actor wants its next step.
@@ -35,7 +42,7 @@ pub enum Next {
     /// busy answer in a row, as SQLite's own busy handler does, in ticks.
     Busy,
     /// The simulator fired this kill point: the actor dies now.
-    Killed(crate::sim::faults::KillPoint),
+    Killed(KillPoint),
     /// An unexpected store error: the actor dies as a process would on an
     /// unhandled error, and restarts like after a kill.
     Crash,

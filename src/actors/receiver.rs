@@ -11,10 +11,8 @@
 
 use std::collections::VecDeque;
 
-use super::{Next, retry_or_crash};
+use super::{Address, KillPoint, Message, Next, retry_or_crash};
 use crate::sim::Ctx;
-use crate::sim::faults::KillPoint;
-use crate::sim::net::{Address, Message};
 use crate::store::{Granularity, Lookup, Outcome, Receiver, Request};
 use crate::trace::Op;
 

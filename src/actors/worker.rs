@@ -23,11 +23,9 @@ mod retry;
 
 use std::collections::VecDeque;
 
-use super::{Next, Role, retry_or_crash};
+use super::{KillPoint, Message, Next, Role, retry_or_crash};
 use crate::model::OutboxRow;
 use crate::sim::Ctx;
-use crate::sim::faults::KillPoint;
-use crate::sim::net::Message;
 use crate::store::{Leased, Outcome, Request, Store};
 use crate::trace::{Claimed, Op};
 

@@ -24,11 +24,9 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::{Next, Role, retry_or_crash};
+use super::{KillPoint, Message, Next, Role, retry_or_crash};
 use crate::model::{Command, Event};
 use crate::sim::Ctx;
-use crate::sim::faults::KillPoint;
-use crate::sim::net::Message;
 use crate::store::{Granularity, Request, Store, StoreError};
 use crate::trace::{Appended, Loaded, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};

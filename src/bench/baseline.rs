@@ -12,8 +12,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::figures::{ConfigRecord, Context};
 use super::plan::LIMIT;
-use super::report::{BenchRecord, Context};
 use crate::report::atomic;
 
 /// The version of the baseline's layout this crashsim writes and reads.
@@ -56,15 +56,18 @@ pub struct LoadError {
 }
 
 impl Baseline {
-    /// The ratios a bench run measured, as a baseline.
-    pub fn from_record(record: &BenchRecord) -> Baseline {
+    /// The ratios a bench run measured (a record's context and
+    /// configurations), as a baseline.
+    pub fn from_figures(context: &Context, configs: &[ConfigRecord]) -> Baseline {
         Baseline {
             schema_version: SCHEMA_VERSION,
-            context: record.context.clone(),
+            context: context.clone(),
             limit: LIMIT.to_string(),
-            limit_appends_per_s: record.config(LIMIT).map_or(0.0, |limit| limit.appends_per_s),
-            configs: record
-                .configs
+            limit_appends_per_s: configs
+                .iter()
+                .find(|config| config.name == LIMIT)
+                .map_or(0.0, |limit| limit.appends_per_s),
+            configs: configs
                 .iter()
                 .map(|config| BaselineConfig {
                     name: config.name.clone(),
@@ -155,14 +158,15 @@ impl Baseline {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::bench::report::tests::record;
+    use crate::bench::record::tests::record;
 
     /// A baseline of recorded numbers: `bench --only append_full`, 20
     /// rounds of 250 ms on the development machine (ext4 on a virtio disk,
     /// 2 cores, a quiet moment: limit 15.7k syncs/s), ratios to 3 digits.
     /// Medians 0.775 and 0.066; noise 4.6% and 7.6%.
     pub(crate) fn recorded() -> Baseline {
-        let mut baseline = Baseline::from_record(&record());
+        let record = record();
+        let mut baseline = Baseline::from_figures(&record.context, &record.configs);
         baseline.configs = vec![
             config(LIMIT, &[1.0; 20]),
             config(
@@ -228,7 +232,7 @@ pub(crate) mod tests {
     #[test]
     fn a_run_becomes_a_baseline_of_its_ratios() {
         let record = record();
-        let baseline = Baseline::from_record(&record);
+        let baseline = Baseline::from_figures(&record.context, &record.configs);
         assert_eq!(baseline.configs.len(), record.configs.len());
         let append = baseline.config("append_full").unwrap();
         let measured = record.config("append_full").unwrap();

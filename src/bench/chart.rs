@@ -6,8 +6,9 @@
 
 use std::fmt::Write;
 
+use super::figures::ConfigRecord;
 use super::plan::LIMIT;
-use super::report::{BenchRecord, ConfigRecord};
+use super::record::BenchRecord;
 use crate::report::number::short;
 
 const WIDTH: f64 = 1000.0;
@@ -242,7 +243,7 @@ fn marker(svg: &mut String, x: f64, top: f64, bottom: f64, label: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::tests::{record, record_with_sut};
+    use crate::bench::record::tests::{record, record_with_sut};
 
     #[test]
     fn the_chart_is_one_svg_document_naming_every_configuration() {

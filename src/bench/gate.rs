@@ -29,8 +29,8 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::Baseline;
+use super::columns::aligned;
 use super::plan::LIMIT;
-use super::report::aligned;
 use crate::report::number::short;
 
 /// `10%` or `10` → 0.10. At least 0, below 100%: a fall of 100% or more

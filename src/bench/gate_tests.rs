@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::bench::baseline::tests::{config, recorded};
-use crate::bench::report::tests::record;
+use crate::bench::record::tests::record;
 
 /// This run: the baseline's per-round ratios with `append_full`'s scaled by
 /// `factor`, as if the code had changed by that much and nothing else.

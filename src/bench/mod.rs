@@ -19,8 +19,10 @@
 //! - `sut`: an outside store (`--sut CMD`) over the adapter protocol: its
 //!   append path and its no-op request, each on a session of its own; its
 //!   syncs happen in another process, so they are unknown, never 0.
-//! - `run`: rounds × configurations; `report`: JSON, tables, files;
-//!   `sut_record`: the outside store's part of them; `chart`: the SVG.
+//! - `run`: rounds × configurations; `figures`: the context and each
+//!   configuration's numbers; `record`: the JSON record made of them;
+//!   `sut_record`: the outside store's part of it; `report`: tables and
+//!   files (`columns`: aligned text); `chart`: the SVG.
 //! - `baseline`: each configuration's ratio to the limit and its noise, saved
 //!   (`--save-baseline`) and read back (`--baseline`); `gate`: the pure
 //!   comparison of a run with a baseline, the regression verdict and its
@@ -32,11 +34,14 @@
 
 pub mod baseline;
 pub mod chart;
+pub mod columns;
+pub mod figures;
 pub mod gate;
 pub mod measure;
 pub mod plan;
 pub mod plant;
 pub mod raw;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod sqlite;
@@ -45,5 +50,5 @@ pub mod sut_record;
 pub mod threads;
 
 pub use measure::Budget;
-pub use report::BenchRecord;
+pub use record::BenchRecord;
 pub use run::{BenchError, Options, run};

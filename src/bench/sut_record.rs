@@ -16,8 +16,8 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use super::figures::ConfigRecord;
 use super::plan::{FDATASYNC_LIMIT, LIMIT};
-use super::report::ConfigRecord;
 use crate::report::number::short;
 use crate::store::Granularity;
 
@@ -163,7 +163,7 @@ fn percent(share: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::tests::record_with_sut;
+    use crate::bench::record::tests::record_with_sut;
 
     #[test]
     fn ratios_compare_medians_and_the_ping_is_a_share_of_the_append_p50() {

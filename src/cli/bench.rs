@@ -20,7 +20,9 @@ use super::sut::Choice;
 use super::{BenchArgs, Format, ModeArg};
 use crate::adapter::Adapter;
 use crate::bench::baseline::Baseline;
-use crate::bench::report::{self, BenchRecord, Context};
+use crate::bench::figures::Context;
+use crate::bench::record::BenchRecord;
+use crate::bench::report;
 use crate::bench::run::{QUICK_ROUNDS, ROUNDS};
 use crate::bench::sut_record::SutIdentity;
 use crate::bench::{Budget, Options, gate, plan, plant};
@@ -127,7 +129,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         sut.as_deref().map(identity),
     );
     if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
-        let now = Baseline::from_record(&record);
+        let now = Baseline::from_figures(&record.context, &record.configs);
         record.gate = Some(gate::compare(
             &path.display().to_string(),
             baseline,
@@ -144,7 +146,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         )
     };
     if let Some(path) = &args.save_baseline {
-        Baseline::from_record(&record)
+        Baseline::from_figures(&record.context, &record.configs)
             .save(path)
             .with_context(|| format!("--save-baseline {}", path.display()))?;
     }

@@ -322,7 +322,7 @@ impl<'a> Harness<'a> {
         }
         let first = once(true)?;
         let second = once(true)?;
-        let first = crate::determinism::judge(first, &second).map_err(runner::RunError::from)?;
+        let first = crate::runner::determinism::judge(first, &second).map_err(runner::RunError::from)?;
         Ok(forget_if_passed(first, options.keep_traces))
     }
 }

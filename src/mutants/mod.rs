@@ -52,7 +52,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use crate::check::Invariant;
+use crate::invariant::Invariant;
 use crate::store::receiver::ReferenceReceiver;
 use crate::store::reference::{ReferenceStore, ReferenceSystem};
 use crate::store::{

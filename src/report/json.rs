@@ -226,10 +226,23 @@ pub struct ScenarioSummary {
     pub interrupted: Option<String>,
     /// A merged summary's jobs (`crashsim report merge`), one per input.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub parts: Vec<super::merge::PartSummary>,
+    pub parts: Vec<PartSummary>,
     /// The shares of a partitioned range that no merged input had.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub missing_partitions: Vec<Partition>,
+}
+
+/// What one job ran, in a merged summary (`report::merge`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartSummary {
+    pub file: String,
+    pub partition: Option<Partition>,
+    pub seeds: u64,
+    pub failed: u64,
+    pub errored: u64,
+    pub covered: String,
+    pub seconds: f64,
+    pub budget_spent: bool,
 }
 
 impl ScenarioSummary {

@@ -11,8 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-
+pub use super::json::PartSummary;
 use super::json::{self, RunSummary, ScenarioSummary};
 use crate::runner::Partition;
 
@@ -24,19 +23,6 @@ pub struct Part {
     pub seed_root: PathBuf,
     pub run: RunSummary,
     pub scenario: ScenarioSummary,
-}
-
-/// What one job ran, in a merged summary.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PartSummary {
-    pub file: String,
-    pub partition: Option<Partition>,
-    pub seeds: u64,
-    pub failed: u64,
-    pub errored: u64,
-    pub covered: String,
-    pub seconds: f64,
-    pub budget_spent: bool,
 }
 
 /// Why parts do not merge.

@@ -32,7 +32,7 @@ pub enum RunError {
     #[error("{0}")]
     Unsupported(String),
     #[error(transparent)]
-    Nondeterministic(#[from] crate::determinism::OwnNondeterminism),
+    Nondeterministic(#[from] super::determinism::OwnNondeterminism),
 }
 
 /// What kind of error ended a seed without a verdict.

@@ -4,68 +4,31 @@
 //! Each seed runs on one thread in its own temporary directory; parallelism
 //! is across seeds only, so a seed's run is the same whatever `--jobs` is.
 //! Results are handed back in seed order (`sweep.rs`). A seed ends with a
-//! verdict (pass or fail) or an error that is never a verdict (`error.rs`).
+//! verdict (pass or fail, `result.rs`) or an error that is never a verdict
+//! (`error.rs`). With `check_determinism` each seed runs twice and D1 judges
+//! the pair (`determinism.rs`).
 
+pub mod determinism;
 mod error;
+mod result;
 pub mod selection;
 mod sweep;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::{ErrorKind, RunError};
+pub use result::SeedResult;
 pub use selection::{Partition, Selection};
 pub use sweep::{Ended, Sweep, in_parallel, run_seeds, sweep};
 
-use serde::Serialize;
-
 use crate::adapter::Adapter;
-use crate::check::{self, Snapshot, Violation};
+use crate::check;
 use crate::scenario::Loaded;
-use crate::sim::faults::{FaultSource, Injected, KillCounters};
+use crate::sim::faults::FaultSource;
 use crate::sim::{SimError, Simulator};
-use crate::store::{Artifact, Implementation};
-use crate::trace::{TraceEvent, trace_hash};
-
-/// What one seed gave.
-#[derive(Clone, Debug, Serialize)]
-pub struct SeedResult {
-    pub scenario: String,
-    pub seed: u64,
-    pub ok: bool,
-    pub violations: Vec<Violation>,
-    pub trace_hash: String,
-    pub steps: u64,
-    pub ticks: u64,
-    pub settled: bool,
-    /// The fault plan in force (swarm mode draws it per seed).
-    pub faults: String,
-    #[serde(skip)]
-    pub kills: KillCounters,
-    /// The invariants whose situation arose in the run (`check::coverage`).
-    #[serde(skip)]
-    pub exercised: BTreeSet<check::Invariant>,
-    /// Every fault that fired, in order (a forced replay reproduces the run).
-    #[serde(skip)]
-    pub injected: Vec<Injected>,
-    /// Persistence points of the fault phase, for power-loss runs.
-    #[serde(skip)]
-    pub fault_points: Option<u64>,
-    /// The trace, kept when asked for (replay) or when the seed failed.
-    #[serde(skip)]
-    pub events: Option<Vec<TraceEvent>>,
-    /// The final databases as the checkers saw them, kept like the trace.
-    #[serde(skip)]
-    pub snapshot: Option<Snapshot>,
-    /// Files the implementation kept about the run (an adapter's stderr and
-    /// transcript), kept like the trace.
-    #[serde(skip)]
-    pub artifacts: Vec<Artifact>,
-    /// The seed's directory, if it was kept (`--keep-failed`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kept_dir: Option<PathBuf>,
-}
+use crate::store::Implementation;
+use crate::trace::trace_hash;
 
 /// How to run seeds.
 #[derive(Clone, Debug)]
@@ -118,7 +81,7 @@ pub fn run_seed_with(
     };
     let first = run_seed_once(loaded, seed, &keep, faults.clone())?;
     let second = run_seed_once(loaded, seed, &keep, faults)?;
-    let mut first = crate::determinism::judge(first, &second)?;
+    let mut first = determinism::judge(first, &second)?;
     if first.ok && !options.keep_traces {
         first.events = None;
         first.snapshot = None;

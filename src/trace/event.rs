@@ -248,7 +248,7 @@ pub enum Op {
         store_integrity: String,
         receiver_integrity: String,
     },
-    /// A hint sent to another actor (see `sim::net::Message::Nudge`).
+    /// A hint sent to another actor (see `actors::Message::Nudge`).
     Nudge {
         workflow_id: String,
         to: ActorId,

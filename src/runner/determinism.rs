@@ -8,9 +8,9 @@
 //! itself asking differently after identical answers, the difference is
 //! crashsim's own: an error, never a finding against the store.
 
+use super::result::SeedResult;
 use crate::adapter::Exchange;
 use crate::check::{Invariant, Violation};
-use crate::runner::SeedResult;
 use crate::trace::render;
 
 /// The artifact that holds an adapter run's transcript.
