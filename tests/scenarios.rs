@@ -12,7 +12,7 @@ use crashsim::runner::{Options, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 9] = [
+const SHIPPED: [&str; 10] = [
     "smoke",
     "contention",
     "crash_storm",
@@ -22,6 +22,7 @@ const SHIPPED: [&str; 9] = [
     "power_loss",
     "leases",
     "retries",
+    "clocks",
 ];
 
 fn passes(name: &str) {
@@ -127,6 +128,11 @@ fn leases() {
 #[test]
 fn retries() {
     passes("retries");
+}
+
+#[test]
+fn clocks() {
+    passes("clocks");
 }
 
 /// The group-commit store has neither retry timers nor leases: a scenario
