@@ -344,7 +344,7 @@ impl MutantSystem {
 impl System for MutantSystem {
     fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
-        let store = ReferenceStore::from_connection(conn).with_clock(self.config.clock.clone());
+        let store = ReferenceStore::from_connection(conn)?.with_clock(self.config.clock.clone());
         Ok((self.store)(store))
     }
 
