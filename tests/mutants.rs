@@ -126,7 +126,7 @@ fn each_mutant_trips_its_own_invariant() {
         ("dedup_apart", "I2", DETECT),
         ("dedup_after_effect", "I2", "scenarios/power_loss.toml"),
         ("replay_dispatches", "I6", DETECT),
-        ("pragmas_once", "I9", DETECT),
+        ("pragmas_once", "I9", "tests/fixtures/sync_extra.toml"),
         ("unfenced_mark_done", "I8", "scenarios/leases.toml"),
         ("early_dedup_purge", "I2", "scenarios/retries.toml"),
         ("sync_off", "I9", DETECT),

@@ -29,6 +29,9 @@
 //! | `key_case_fold` | 14 | the receiver's de-dup lookup ignores case (`COLLATE NOCASE`) |
 //! | `key_trim` | 14 | the receiver trims whitespace off keys before using them |
 //!
+//! Mistake 10 shows only where a scenario asks for more than SQLite's
+//! default FULL (EXTRA, `tests/fixtures/sync_extra.toml`): below it, the
+//! connections left on the default are stricter than asked, no finding.
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
 //! late (`scenarios/retries.toml`); `dedup_after_effect` only where the
