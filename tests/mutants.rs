@@ -31,12 +31,14 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
     let dir = work_dir();
     let scenarios = vec![load("tests/fixtures/detect.toml")];
     let settings = settings(dir.path(), 30);
-    // Mistake 11 needs leases, 12 a de-dup retention, and a de-dup record
-    // committed after the effect inside one call a power cut between the
-    // two: each has its own test below.
+    // Mistake 10 needs a scenario asking for more than SQLite's default
+    // FULL (detect.toml asks NORMAL: the default is stricter, no finding),
+    // 11 leases, 12 a de-dup retention, and a de-dup record committed after
+    // the effect inside one call a power cut between the two: each is in
+    // the table below, on its own scenario.
     let lease_free: Vec<_> = MUTANTS
         .iter()
-        .filter(|mutant| mutant.mistake != 11 && mutant.mistake != 12 && mutant.name != "dedup_after_effect")
+        .filter(|mutant| ![10, 11, 12].contains(&mutant.mistake) && mutant.name != "dedup_after_effect")
         .collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
     let rows = measure(&scenarios, &mutants, &settings, &|_, _| {}).unwrap();
