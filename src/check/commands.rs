@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
 use crate::model::command_id;
+use crate::trace::Op;
 use crate::workflow::{Trip, decide, payload};
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
@@ -34,7 +35,9 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             };
             for (index, command) in commands.iter().enumerate() {
                 let id = command_id(workflow_id, event.seq, index);
-                let ticks = history.commit_tick(workflow_id, event.seq);
+                let ticks = history
+                    .commit_tick(workflow_id, event.seq)
+                    .or_else(|| written_at(input, workflow_id, event.seq));
                 match rows.get(id.as_str()) {
                     None => {
                         let mut what = format!(
@@ -223,4 +226,23 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// When `workflow_id`'s event `seq` was first written, for an event no
+/// acknowledged commit reports (its writer was killed inside the append):
+/// its insert, or at `call` granularity the decision the append carried.
+fn written_at(input: &Input<'_>, workflow_id: &str, seq: u64) -> Option<u64> {
+    input.events.iter().find_map(|event| match &event.op {
+        Op::InsertEvent {
+            workflow_id: written,
+            seq: at,
+            ..
+        } if written == workflow_id && *at == seq => Some(event.tick),
+        Op::Decide {
+            workflow_id: decided,
+            expected_seq,
+            ..
+        } if decided == workflow_id && *expected_seq + 1 == seq => Some(event.tick),
+        _ => None,
+    })
 }
