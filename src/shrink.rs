@@ -20,9 +20,13 @@
 //! A candidate the scenario loader would reject (`Scenario::validate`: a
 //! step budget below what the run may need, a scripted kill of an actor
 //! that is gone) is never run, so a shrunk scenario loads like any other.
-//! A candidate is kept if the target invariant still fails and it fails no
-//! invariant the current run does not: shrinking must not trade the bug for
-//! another one. After every accepted step the schedule becomes the faults
+//! The target is the invariant of the run's first violation, the root
+//! cause the user saw (`check::order`: earliest evidence first). A
+//! candidate is kept if its first violation is still of the target
+//! invariant and it fails no invariant the current run does not: shrinking
+//! must not trade the bug for another one, nor bury it under a consequence
+//! (a shrunk run that leads with I3 is not the I6 the user shrank), so the
+//! capsule it writes expects the invariant the summary names. After every accepted step the schedule becomes the faults
 //! that actually fired, so faults that no longer occur drop out by
 //! themselves. Passes repeat until one changes nothing. The seed stays the
 //! same throughout: every other random stream (decisions, latencies) is
@@ -179,8 +183,8 @@ impl Shrinker<'_> {
         let now: BTreeSet<Invariant> = self.result.violations.iter().map(|v| v.invariant).collect();
         let keeps = result
             .violations
-            .iter()
-            .any(|violation| violation.invariant == self.target)
+            .first()
+            .is_some_and(|violation| violation.invariant == self.target)
             && result
                 .violations
                 .iter()

@@ -81,7 +81,7 @@ pub fn settings(synchronous: Synchronous) -> SqliteSettings {
 /// A store on `path` through the counting VFS.
 pub fn open(path: &Path, synchronous: Synchronous, vfs: &CountingVfs) -> Result<ReferenceStore> {
     let conn = connection::open_via(path, &settings(synchronous), Some(vfs.name()))?;
-    Ok(ReferenceStore::from_connection(conn))
+    ReferenceStore::from_connection(conn)
 }
 
 /// Adds the syncs the VFS counted during the timed loop.

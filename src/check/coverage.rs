@@ -242,6 +242,30 @@ mod tests {
     }
 
     #[test]
+    fn a_call_append_with_commands_and_a_kill_exercise_no_lost_command() {
+        // At `call` granularity an append is one call: no `InsertCommand`
+        // line, its commands only in the commit.
+        let writer = ActorId::new(Role::Writer, 0);
+        let append = |command_ids: Vec<String>| Op::Commit {
+            appended: vec![crate::trace::Appended {
+                workflow_id: "w".into(),
+                expected_seq: 0,
+                seq: 1,
+                kind: "trip_requested".into(),
+                state: "{}".into(),
+                command_ids,
+            }],
+        };
+        let kill = Op::Kill {
+            point: "worker.after_deliver".into(),
+        };
+        let call = exercised(&[at(writer, append(vec!["w:1:0".into()])), at(writer, kill.clone())]);
+        assert!(call.contains(&Invariant::I1), "{call:?}");
+        let none = exercised(&[at(writer, append(Vec::new())), at(writer, kill)]);
+        assert!(!none.contains(&Invariant::I1), "no command was enqueued");
+    }
+
+    #[test]
     fn a_key_received_twice_exercises_one_effect_per_command() {
         let receiver = ActorId::new(Role::Receiver, 0);
         let got = |key: &str| Op::Receive {

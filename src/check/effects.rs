@@ -1,6 +1,6 @@
 //! I2 one side effect per command, I4 no ghost effect (none without a
 //! committed row, none before its row committed), I7 key conflicts surface
-//! and keys are compared exactly.
+//! and keys are compared exactly (payloads as JSON: `workflow::payload::same`).
 //!
 //! Effects are mapped to commands through the keys workers sent them under
 //! (the trace), so an implementation that derives keys badly is still judged
@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
 use crate::store::Outcome;
+use crate::workflow::payload;
 use crate::workload::NearMiss;
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
@@ -84,7 +85,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         }
         let (genuine, rogue): (Vec<&Effect>, Vec<&Effect>) = effects
             .iter()
-            .partition(|effect| effect.kind == row.kind && effect.payload == row.payload);
+            .partition(|effect| effect.kind == row.kind && payload::same(&effect.payload, &row.payload));
         for effect in rogue {
             violations.push(
                 Violation::new(
@@ -225,7 +226,7 @@ fn unfounded_conflicts(
         let founded = by_key.get(key).is_some_and(|effects| {
             effects
                 .iter()
-                .any(|effect| effect.kind != row.kind || effect.payload != row.payload)
+                .any(|effect| effect.kind != row.kind || !payload::same(&effect.payload, &row.payload))
         });
         if founded {
             continue;

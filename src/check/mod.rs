@@ -8,7 +8,7 @@
 //!
 //! | file          | invariants |
 //! |---------------|------------|
-//! | commands.rs   | I1 no lost command (the mark-done audit on every run), I5 atomic append |
+//! | commands.rs   | I1 no lost command (the mark-done audit on every run), I5 atomic append (each command stored as emitted; payloads compared as JSON: re-encoded is the same, changed is "the stored payload differs from the one appended") |
 //! | answers/      | the store's own answers judged when given: I6 `load` and `commands`, I5 rows of a transaction that never committed, I1 a `pending` that hides due rows |
 //! | retries.rs    | I1 for retry timers: a dead letter is never done, is visible with its attempts, no early retry |
 //! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface, keys compared exactly |
@@ -174,7 +174,7 @@ pub struct Expected {
     pub receiver: u8,
 }
 
-/// Runs every checker; violations come out sorted by invariant.
+/// Runs every checker; violations come out root first (`order`).
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // Files SQLite cannot read hold no rows to judge: only their integrity
     // (and what the recoveries and the processes showed) is a verdict.
@@ -183,7 +183,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
         let mut violations = liveness::integrity(input.snapshot);
         violations.extend(durability::check(input, &history));
         violations.extend(adapter::check(input));
-        violations.sort_by_key(|violation| violation.invariant);
+        order(&mut violations);
         return violations;
     }
     let mut history = History::from_events(input.events);
@@ -200,9 +200,34 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));
     violations.extend(adapter::check(input));
-    violations.sort_by_key(|violation| violation.invariant);
+    order(&mut violations);
     violations
 }
+
+/// Puts the root cause first: violations by their earliest evidence tick
+/// (`Violation::ticks`), those without ticks (final-state findings such as
+/// an integrity check) after every one with, ties by invariant, then by
+/// message and the rest of the violation, so the order is total and the
+/// same on every run. The first violation is what every report leads with
+/// (the CLI's `fail:` line, JSON's `first`, JUnit, the HTML page, a
+/// capsule's `expect.invariant`, the shrinker's target): when one mistake
+/// trips several invariants, the one it tripped first names it.
+pub fn order(violations: &mut [Violation]) {
+    violations.sort_by(|a, b| {
+        let at = |violation: &Violation| match violation.ticks.first() {
+            Some(tick) => (false, *tick),
+            None => (true, 0),
+        };
+        at(a)
+            .cmp(&at(b))
+            .then_with(|| a.invariant.cmp(&b.invariant))
+            .then_with(|| a.message.cmp(&b.message))
+            .then_with(|| a.cmp(b))
+    });
+}
+
+#[cfg(test)]
+mod tests_root;
 
 #[cfg(test)]
 mod fixtures;

@@ -1,10 +1,17 @@
 //! I6 replay is pure: the state each live writer decided from is the state a
 //! fresh replay of the stored log gives at the same `seq`, and no replay
 //! dispatched a command.
+//!
+//! A wrong decision's evidence begins where the writer replayed the log it
+//! decided from (its `load`), before the commit: a replay that skips an
+//! event is the root of what later checkers see (an event that does not
+//! follow, I3), so its violation carries the load's tick.
 
+use super::history::Commit;
 use super::{History, Input, Invariant, Violation};
 use crate::model::Shown;
 use crate::model::StoredEvent;
+use crate::trace::Op;
 use crate::workflow::replay;
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
@@ -45,7 +52,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 )
                 .workflow(&append.workflow_id)
                 .seq(append.seq)
-                .ticks([commit.tick]),
+                .ticks(replayed_at(input, commit).into_iter().chain([commit.tick])),
             );
         }
     }
@@ -65,4 +72,21 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// The tick of the `load` (the replay) the committing writer decided from:
+/// its last load of the workflow before the commit, in the same life.
+fn replayed_at(input: &Input<'_>, commit: &Commit<'_>) -> Option<u64> {
+    let workflow_id = commit.appended.workflow_id.as_str();
+    input.events[..commit.index]
+        .iter()
+        .rev()
+        .filter(|event| event.actor == commit.actor)
+        .take_while(|event| !matches!(event.op, Op::Open { .. } | Op::Kill { .. }))
+        .find_map(|event| match &event.op {
+            Op::Load {
+                workflow_id: loaded, ..
+            } if loaded == workflow_id => Some(event.tick),
+            _ => None,
+        })
 }

@@ -9,6 +9,10 @@
 //! and, for an outside store whose SQLite loaded crashsim's VFS extension,
 //! what that SQLite did: a commit acknowledged with no sync at all
 //! (`Op::Unsynced`) ran below FULL, whatever the adapter reported.
+//!
+//! The scenario's level is a floor: a connection running a stricter one
+//! (FULL where NORMAL is asked, EXTRA where FULL is) is more durable than
+//! required, a correct choice, and no finding. Only a weaker one is.
 
 use super::{History, Input, Invariant, Violation};
 use crate::actors::Role;
@@ -30,13 +34,13 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             Role::Receiver => (input.synchronous.receiver, "receiver"),
             _ => (input.synchronous.store, "store"),
         };
-        if *level != expected {
+        if *level < expected {
             violations.push(
                 Violation::new(
                     Invariant::I9,
                     format!(
                         "{actor} opened a {database} connection running synchronous={} ({level}), but the \
-                         scenario requires {} ({expected}): per-connection settings were not applied on this open",
+                         scenario requires at least {} ({expected}): per-connection settings were not applied on this open",
                         name(*level),
                         name(expected)
                     ),
@@ -66,4 +70,43 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         );
     }
     violations
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::actors::{ActorId, Role};
+    use crate::check::Invariant;
+    use crate::check::fixtures::clean;
+    use crate::trace::Op;
+
+    /// The clean run (which asks FULL of both databases) with one more
+    /// connection of `role` opened at `level`.
+    fn opened(role: Role, level: u8) -> Vec<crate::check::Violation> {
+        let mut fixture = clean();
+        fixture.push(
+            ActorId::new(role, 0),
+            Op::Open {
+                incarnation: 2,
+                synchronous: Some(level),
+            },
+        );
+        fixture.violations()
+    }
+
+    #[test]
+    fn a_stricter_synchronous_than_asked_is_no_finding() {
+        assert_eq!(opened(Role::Writer, 3), [], "EXTRA where FULL is asked");
+        assert_eq!(opened(Role::Receiver, 3), [], "EXTRA where FULL is asked");
+    }
+
+    #[test]
+    fn a_weaker_synchronous_than_asked_is_i9() {
+        for role in [Role::Worker, Role::Receiver] {
+            let found = opened(role, 1);
+            assert_eq!(found.len(), 1, "{found:#?}");
+            assert_eq!(found[0].invariant, Invariant::I9);
+            assert!(found[0].message.contains("NORMAL (1)"), "{}", found[0].message);
+            assert!(found[0].message.contains("at least FULL (2)"), "{}", found[0].message);
+        }
+    }
 }

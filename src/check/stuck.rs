@@ -55,6 +55,9 @@ pub struct Blocked {
 pub enum State {
     /// Its event is committed without it.
     NeverEnqueued,
+    /// No row under its id, but its event has a row of its kind under an
+    /// id no decided command has (`row_id`): the store renamed it.
+    UnderAnotherId { row_id: String },
     /// Pending, and no worker ever sent it.
     NeverSent,
     /// Pending; sent, never applied, never answered.
@@ -88,7 +91,11 @@ impl State {
     pub fn wrong_row(&self) -> bool {
         matches!(
             self,
-            State::NeverEnqueued | State::DoneWithoutResult | State::DoneWithoutEffect | State::DoneWrongResult { .. }
+            State::NeverEnqueued
+                | State::UnderAnotherId { .. }
+                | State::DoneWithoutResult
+                | State::DoneWithoutEffect
+                | State::DoneWrongResult { .. }
         )
     }
 }
@@ -97,6 +104,12 @@ impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             State::NeverEnqueued => f.write_str("never enqueued: its event is committed without it"),
+            State::UnderAnotherId { row_id } => write!(
+                f,
+                "no row under its id, but a row under an id no decided command has ({}): \
+                 the store stored it under another id",
+                Shown(row_id)
+            ),
             State::NeverSent => f.write_str("pending, never delivered: no worker sent it"),
             State::Unanswered { sends, last } => write!(
                 f,
@@ -251,7 +264,7 @@ pub fn explain(snapshot: &Snapshot, history: &History<'_>, workflows: &[&str]) -
         }
         let blocked: Vec<Blocked> = ids
             .into_iter()
-            .filter_map(|(id, kind)| facts.state(&id).map(|state| (id, kind, state)))
+            .filter_map(|(id, kind)| facts.state(&id, &kind).map(|state| (id, kind, state)))
             .map(|(command_id, kind, state)| Blocked {
                 command_id,
                 kind,
@@ -270,6 +283,22 @@ pub fn explain(snapshot: &Snapshot, history: &History<'_>, workflows: &[&str]) -
         });
     }
     stuck
+}
+
+/// For a command `id` (of `kind`) with no row under its id: a row of its
+/// event and kind under an id that is not of the shape every decided
+/// command's id has (`workflow:seq:index` of that event), the first by id.
+pub fn under_another_id<'s>(snapshot: &'s Snapshot, id: &str, kind: &str) -> Option<&'s OutboxRow> {
+    let (workflow_id, seq, _) = crate::model::parse_command_id(id)?;
+    snapshot
+        .outbox
+        .iter()
+        .filter(|row| row.workflow_id == workflow_id && row.event_seq == seq && row.kind == kind)
+        .filter(|row| {
+            crate::model::parse_command_id(&row.command_id)
+                .is_none_or(|(workflow, event_seq, _)| workflow != workflow_id || event_seq != seq)
+        })
+        .min_by(|a, b| a.command_id.cmp(&b.command_id))
 }
 
 /// The commands the last of `events` emitted (the history replays).
@@ -298,9 +327,14 @@ struct Facts<'s, 'h> {
 
 impl Facts<'_, '_> {
     /// Where command `id` stands; `None` if it is done as it should be.
-    fn state(&self, id: &str) -> Option<State> {
+    fn state(&self, id: &str, kind: &str) -> Option<State> {
         let Some(row) = self.rows.get(id) else {
-            return Some(State::NeverEnqueued);
+            return Some(match under_another_id(self.snapshot, id, kind) {
+                Some(row) => State::UnderAnotherId {
+                    row_id: row.command_id.clone(),
+                },
+                None => State::NeverEnqueued,
+            });
         };
         let performed = self.effects.get(id).map(Vec::as_slice).unwrap_or_default();
         if row.done {

@@ -32,6 +32,9 @@
 //! | `pending_offset_drift` | 15 | `pending` pages with an `OFFSET` kept across calls, skipping rows |
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //!
+//! Mistake 10 shows only where a scenario asks for more than SQLite's
+//! default FULL (EXTRA, `tests/fixtures/sync_extra.toml`): below it, the
+//! connections left on the default are stricter than asked, no finding.
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
 //! late (`scenarios/retries.toml`); `dedup_after_effect` only where the
@@ -375,7 +378,7 @@ impl MutantSystem {
 impl System for MutantSystem {
     fn open_store(&mut self, _who: &Who<'_>) -> Result<Box<dyn Store>> {
         let conn = self.open(&self.config.store_path, &self.config.store_sqlite, true)?;
-        let store = ReferenceStore::from_connection(conn).with_clock(self.config.clock.clone());
+        let store = ReferenceStore::from_connection(conn)?.with_clock(self.config.clock.clone());
         Ok((self.store)(store))
     }
 

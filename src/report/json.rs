@@ -264,8 +264,14 @@ impl ScenarioSummary {
         for result in results {
             counters.add(&result.kills);
             steps += result.steps;
-            let mut invariants: Vec<String> = result.violations.iter().map(|v| v.invariant.to_string()).collect();
-            invariants.dedup();
+            // Root first (the order the checkers give), each once.
+            let mut invariants: Vec<String> = Vec::new();
+            for violation in &result.violations {
+                let invariant = violation.invariant.to_string();
+                if !invariants.contains(&invariant) {
+                    invariants.push(invariant);
+                }
+            }
             for invariant in &invariants {
                 *by_invariant.entry(invariant.clone()).or_default() += 1;
             }

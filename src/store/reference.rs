@@ -6,8 +6,8 @@ use rusqlite::Connection;
 
 use super::receiver::ReferenceReceiver;
 use super::{
-    Clock, Implementation, Leased, Receiver, Result, Retried, RetryPolicy, Snapshot, SqliteSettings, Store, System,
-    SystemConfig, Timer, Who, connection, events, lease, outbox, retention, timers,
+    Clock, Implementation, Leased, Receiver, Result, Retried, RetryPolicy, Snapshot, SqliteSettings, Store, StoreError,
+    System, SystemConfig, Timer, Who, connection, events, lease, outbox, retention, timers,
 };
 use crate::model::{Command, Head, OutboxRow, StoredEvent};
 
@@ -23,19 +23,24 @@ pub struct ReferenceStore {
 
 impl ReferenceStore {
     pub fn open(path: &Path, settings: &SqliteSettings) -> Result<ReferenceStore> {
-        Ok(ReferenceStore::from_connection(connection::open(path, settings)?))
+        ReferenceStore::from_connection(connection::open(path, settings)?)
     }
 
     /// A store over a connection opened by `connection::open` or `open_via`
     /// (which applied the settings), or elsewhere (a mutant's).
-    pub fn from_connection(conn: Connection) -> ReferenceStore {
-        // A file without the columns (or one that cannot say) has no timers.
-        let timers = timers::enabled(&conn).unwrap_or(false);
-        ReferenceStore {
+    ///
+    /// A file without the timer columns has no timers. A probe that could
+    /// not read the schema (busy, an I/O error) says nothing about timers:
+    /// guessing "none" would run the store without honouring them, so it is
+    /// an environment error (the run stops without a verdict, exit 2).
+    pub fn from_connection(conn: Connection) -> Result<ReferenceStore> {
+        let timers = timers::enabled(&conn)
+            .map_err(|error| StoreError::Environment(format!("probing the outbox for retry timers failed: {error}")))?;
+        Ok(ReferenceStore {
             conn,
             clock: Clock::default(),
             timers,
-        }
+        })
     }
 
     /// The store reading the run's time from `clock` (leases expire by it);
@@ -233,5 +238,48 @@ impl Implementation for Reference {
 
     fn retries(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rollback-journal file with an outbox, and a second connection
+    /// holding its exclusive lock: no other connection can read the schema.
+    fn locked(dir: &Path) -> (Connection, Connection) {
+        let path = dir.join("store.db");
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch(
+                "PRAGMA journal_mode=DELETE;
+                 CREATE TABLE outbox (command_id TEXT PRIMARY KEY);
+                 BEGIN EXCLUSIVE;",
+            )
+            .unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+        (holder, conn)
+    }
+
+    #[test]
+    fn a_timer_probe_that_cannot_read_the_schema_is_an_environment_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_holder, conn) = locked(dir.path());
+        let error = ReferenceStore::from_connection(conn)
+            .err()
+            .expect("a busy probe is no answer about timers");
+        assert!(matches!(error, StoreError::Environment(_)), "{error:?}");
+        assert!(error.environment().is_some(), "the harness maps it to exit 2");
+        assert!(error.to_string().contains("retry timers"), "{error}");
+    }
+
+    #[test]
+    fn a_file_without_the_timer_columns_has_no_timers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, conn) = locked(dir.path());
+        holder.execute_batch("COMMIT").unwrap();
+        let store = ReferenceStore::from_connection(conn).expect("the probe answers");
+        assert!(!store.timers);
     }
 }

@@ -14,7 +14,7 @@ use super::facts::{CommandFacts, Fold, Insert, TxEnd, WorkflowFacts};
 use super::text::{Esc, command_link, esc};
 use crate::model::StoredEvent;
 use crate::store::Outcome;
-use crate::workflow::replay;
+use crate::workflow::{payload, replay};
 
 /// Items listed in one cell before "…".
 const LIST_MAX: usize = 8;
@@ -149,7 +149,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             let same = facts
                 .expected
                 .as_ref()
-                .is_none_or(|command| command.kind == row.kind && command.payload == row.payload);
+                .is_none_or(|command| command.kind == row.kind && payload::same(&command.payload, &row.payload));
             (
                 format!(
                     "row <code>{}</code>: {} <code>{}</code>, event_seq {}, {}{}",
@@ -166,7 +166,24 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
                 same && facts.event.is_some(),
             )
         }
-        None => ("<span class=\"bad\">no row</span>".to_string(), ghost),
+        None => match facts
+            .expected
+            .as_ref()
+            .and_then(|command| crate::check::stuck::under_another_id(page.snapshot, id, &command.kind))
+        {
+            Some(stray) => (
+                format!(
+                    "<span class=\"bad\">no row under this id</span>; a row under an id no decided command has: \
+                     <code>{}</code>: {} <code>{}</code>, {}",
+                    Esc(&stray.command_id),
+                    Esc(&stray.kind),
+                    Esc(&stray.payload),
+                    if stray.done { "done" } else { "pending" }
+                ),
+                false,
+            ),
+            None => ("<span class=\"bad\">no row</span>".to_string(), ghost),
+        },
     };
     for insert in facts
         .inserts
@@ -456,7 +473,7 @@ pub(super) fn workflow(out: &mut String, page: &Page<'_>, workflow: &WorkflowFac
                 .map(|(id, command)| {
                     let status = match page.facts.commands.get(id).and_then(|facts| facts.row) {
                         None => "<span class=\"bad\">✗ no row</span>".to_string(),
-                        Some(row) if row.kind != command.kind || row.payload != command.payload => {
+                        Some(row) if row.kind != command.kind || !payload::same(&row.payload, &command.payload) => {
                             "<span class=\"bad\">≠ stored differently</span>".to_string()
                         }
                         Some(row) if row.done => "<span class=\"ok\">✓ done</span>".to_string(),
@@ -474,7 +491,7 @@ pub(super) fn workflow(out: &mut String, page: &Page<'_>, workflow: &WorkflowFac
                     .commands
                     .get(id)
                     .and_then(|facts| facts.row)
-                    .is_some_and(|row| row.kind == command.kind && row.payload == command.payload)
+                    .is_some_and(|row| row.kind == command.kind && payload::same(&row.payload, &command.payload))
             }),
             _ => true,
         };

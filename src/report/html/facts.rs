@@ -305,7 +305,7 @@ impl<'a> CommandFacts<'a> {
         };
         self.effects
             .iter()
-            .filter(|(effect, _)| effect.kind == kind && effect.payload == payload)
+            .filter(|(effect, _)| effect.kind == kind && crate::workflow::payload::same(&effect.payload, payload))
             .copied()
             .collect()
     }

@@ -253,7 +253,21 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
 
     // Final row.
     match facts.row {
-        None => out.push_str("<td><span class=\"bad\">no row</span></td>"),
+        None => match facts
+            .expected
+            .as_ref()
+            .and_then(|command| crate::check::stuck::under_another_id(page.snapshot, &facts.id, &command.kind))
+        {
+            Some(stray) => {
+                let _ = write!(
+                    out,
+                    "<td><span class=\"bad\">no row under this id</span>\
+                     <span class=\"sub\">a row under an id no decided command has: <code>{}</code></span></td>",
+                    Esc(&stray.command_id)
+                );
+            }
+            None => out.push_str("<td><span class=\"bad\">no row</span></td>"),
+        },
         Some(row) if !row.done && facts.dead_letter().is_some() => {
             out.push_str("<td><span class=\"manual\">dead-lettered: waiting for a person</span></td>");
         }

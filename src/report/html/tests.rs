@@ -348,3 +348,52 @@ fn a_worker_between_deliveries_has_nothing_in_hand() {
     );
     assert_eq!(facts.kills[1].commands, vec![command], "a resend after a timeout is");
 }
+
+#[test]
+fn a_kill_after_both_effects_is_not_blamed_for_a_duplicate() {
+    // The worker is killed at tick 9, after the effect at tick 7.
+    let mut result = hostile_result();
+    let command = "t<\"x\">:1:0";
+    let blamed = |result: &SeedResult| seed_page(result, "crashsim replay x --seed 7").contains("that interrupted it");
+    assert!(blamed(&result), "the I1 of the fixture names the kill after its send");
+    result.violations = vec![
+        Violation::new(Invariant::I2, format!("{command} took effect 2 times"))
+            .command(command)
+            .ticks([5, 7]),
+    ];
+    assert!(!blamed(&result), "a kill after the effects is no cause of them");
+    result.violations[0].ticks = vec![5, 9];
+    assert!(blamed(&result), "a kill up to the last effect may be");
+}
+
+#[test]
+fn a_duplicate_shows_the_lookups_that_raced() {
+    let mut result = hostile_result();
+    let command = "t<\"x\">:1:0";
+    let events = result.events.as_mut().unwrap();
+    for (position, index) in [(6, 0), (7, 1)] {
+        events.insert(
+            position,
+            at(
+                6,
+                receiver(index),
+                Op::Lookup {
+                    key: command.into(),
+                    found: crate::store::Lookup::New,
+                },
+            ),
+        );
+    }
+    result.violations = vec![
+        Violation::new(Invariant::I2, format!("{command} took effect 2 times"))
+            .command(command)
+            .ticks([7]),
+    ];
+    let page = seed_page(&result, "crashsim replay x --seed 7");
+    assert_eq!(
+        page.matches("lookup &quot;t&lt;\\&quot;x\\&quot;&gt;:1:0&quot;: new")
+            .count(),
+        2,
+        "both lookups are among the violation's trace lines"
+    );
+}

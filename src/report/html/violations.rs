@@ -102,6 +102,19 @@ fn ticks(violation: &Violation) -> String {
 
 /// The kills that interrupted what a violation is about, as indexes into `Facts::kills`.
 pub(super) fn kills_of(page: &Page<'_>, violation: &Violation) -> Vec<usize> {
+    let mut kills = kills_about(page, violation);
+    // I2's ticks are the effects themselves: a kill after the last of them
+    // cannot have caused the duplicate (other invariants' ticks may be the
+    // start of what a later kill interrupted, such as a send).
+    if violation.invariant == Invariant::I2
+        && let Some(last) = violation.ticks.last()
+    {
+        kills.retain(|kill| page.facts.kills[*kill].tick <= *last);
+    }
+    kills
+}
+
+fn kills_about(page: &Page<'_>, violation: &Violation) -> Vec<usize> {
     let facts = &page.facts;
     if let Some(command) = &violation.command_id {
         facts
@@ -302,6 +315,9 @@ fn trace_lines(page: &Page<'_>, violation: &Violation) -> Vec<usize> {
                 | Op::Duplicated { key, .. }
                 | Op::Probe { key, .. }
                 | Op::ProbeReply { key, .. }
+                // A receiver's lookups show a check-then-act race: two
+                // `lookup …: new` of one key before either effect.
+                | Op::Lookup { key, .. }
                 | Op::Apply { key, .. } => mine(key),
                 // A writer that finds the event without its commands says so by workflow and seq.
                 Op::Failed { error, .. } => {

@@ -272,11 +272,13 @@ pub(super) fn violation_lines(out: &mut String, page: &Page<'_>, marked: &[Vec<u
             x - width / 2.0,
             bottom - TOP_PX
         );
-        let mut invariants: Vec<String> = indexes
-            .iter()
-            .map(|index| page.result.violations[*index].invariant.to_string())
-            .collect();
-        invariants.dedup();
+        let mut invariants: Vec<String> = Vec::new();
+        for index in indexes {
+            let invariant = page.result.violations[*index].invariant.to_string();
+            if !invariants.contains(&invariant) {
+                invariants.push(invariant);
+            }
+        }
         let _ = write!(
             out,
             "<a href=\"#{}\"><g id=\"{}\"><rect class=\"vflag\" x=\"{:.1}\" y=\"16\" width=\"3\" height=\"{:.0}\"/>",
