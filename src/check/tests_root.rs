@@ -104,6 +104,18 @@ fn i6_evidence_begins_at_the_writers_replay() {
     let commit_tick = fixture.events[index].tick;
     let load_tick = fixture.events[index - 1].tick;
     assert!(load_tick < commit_tick);
+    // The load answers the committed history (judged by `answers`).
+    let events = fixture
+        .snapshot
+        .events
+        .iter()
+        .filter(|event| event.workflow_id == "trip-000" && event.seq <= 2)
+        .map(|event| crate::trace::Loaded {
+            seq: event.seq,
+            kind: event.kind.clone(),
+            workflow_id: None,
+        })
+        .collect();
     fixture.events.insert(
         index,
         TraceEvent {
@@ -113,6 +125,7 @@ fn i6_evidence_begins_at_the_writers_replay() {
                 workflow_id: "trip-000".into(),
                 last_seq: 2,
                 phase: "budget_locked".into(),
+                events,
             },
         },
     );
