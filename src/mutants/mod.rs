@@ -29,6 +29,8 @@
 //! | `sync_off` | 13 | the store runs `synchronous=OFF` and acknowledges commits as durable |
 //! | `key_case_fold` | 14 | the receiver's de-dup lookup ignores case (`COLLATE NOCASE`) |
 //! | `key_trim` | 14 | the receiver trims whitespace off keys before using them |
+//! | `mark_done_like` | 14 | `mark_done` matches the command id with `LIKE ?` instead of `=` |
+//! | `dedup_first` | 8 | the receiver commits its de-dup record, then performs the effect apart |
 //! | `pending_offset_drift` | 15 | `pending` pages with an `OFFSET` kept across calls, skipping rows |
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //!
@@ -47,6 +49,7 @@
 
 mod engine;
 mod forward;
+mod hazards;
 mod reads;
 mod receiver;
 mod store;
@@ -115,7 +118,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
-pub static MUTANTS: [Mutant; 20] = [
+pub static MUTANTS: [Mutant; 22] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -263,6 +266,22 @@ pub static MUTANTS: [Mutant; 20] = [
         description: "idempotency keys trimmed of whitespace before the de-dup lookup and record",
         receiver: |inner| Box::new(receiver::KeyTrim { inner }),
         caught_by: &[Invariant::I7],
+        ..BASE
+    },
+    Mutant {
+        name: "mark_done_like",
+        mistake: 14,
+        description: "command ids matched with LIKE in mark_done: acknowledging one row marks its case or wildcard twins done",
+        store: |inner| Box::new(hazards::MarkDoneLike { inner }),
+        caught_by: &[Invariant::I1],
+        ..BASE
+    },
+    Mutant {
+        name: "dedup_first",
+        mistake: 8,
+        description: "receiver commits its de-duplication record before its effect: a kill between them loses the effect",
+        receiver: |inner| Box::new(hazards::DedupFirst { inner }),
+        caught_by: &[Invariant::I1],
         ..BASE
     },
     Mutant {

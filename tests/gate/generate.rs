@@ -6,6 +6,17 @@
 //! and `run.quiet_ticks_min` are often drawn just above or below what the
 //! loader's own rules ask for (`Budget`), to probe the edge of the gate.
 //!
+//! Clock skew (`[faults.skew]`, sometimes beyond a lease margin), retry
+//! timers (`[retries]` with the retryable faults they need) and de-dup
+//! retention (`[receivers]`, drawn near the retry horizon the loader
+//! derives) are drawn too; the retryable faults come almost only with
+//! `[retries]`, which they need, so that few cases are rejected for that.
+//! Two combinations are left out until the gate is fixed (issue 25 §4,
+//! both found by this generator): `[retries]` with `[leases]` (a worker
+//! that re-claims its own row after a retry is flagged as two live leases,
+//! I8), and a retention without `[retries]` (the horizon then counts one
+//! attempt, but lost replies are re-sent without bound: I2).
+//!
 //! One constraint keeps true alarms out: with power loss through a disk
 //! model that can lose writes, both databases run `synchronous` FULL or
 //! EXTRA. Weaker settings lose acknowledged commits by design (that is
@@ -64,6 +75,19 @@ pub const KEYS: &[&str] = &[
     "faults.receiver.after_effect_commit",
     "faults.net.drop",
     "faults.net.duplicate",
+    "faults.net.retryable",
+    "faults.receiver.retryable",
+    "faults.receiver.poison",
+    "faults.skew",
+    "faults.skew.max_ticks",
+    "faults.skew.step_rate",
+    "retries",
+    "retries.max_attempts",
+    "retries.backoff_base_ticks",
+    "retries.backoff_cap_ticks",
+    "receivers",
+    "receivers.dedup_retention_ticks",
+    "leases.margin_ticks",
     "faults.pause.rate",
     "faults.pause.ticks_min",
     "faults.pause.ticks_max",
@@ -261,8 +285,9 @@ fn faults() -> BoxedStrategy<Draft> {
         rates(&["before_effect_commit", "after_effect_commit"]),
         rates(&["drop", "duplicate"]),
         pause(),
+        skew(),
     )
-        .prop_map(|(top, writer, worker, receiver, net, pause)| {
+        .prop_map(|(top, writer, worker, receiver, net, pause, skew)| {
             [
                 ("faults", top),
                 ("faults.writer", writer),
@@ -270,6 +295,7 @@ fn faults() -> BoxedStrategy<Draft> {
                 ("faults.receiver", receiver),
                 ("faults.net", net),
                 ("faults.pause", pause),
+                ("faults.skew", skew),
             ]
             .into_iter()
             .filter(|(_, entries)| !entries.is_empty())
@@ -289,13 +315,68 @@ fn pause() -> BoxedStrategy<Vec<(&'static str, Value)>> {
     .boxed()
 }
 
-/// `[leases]`: a lease's length, sometimes shorter than a delivery.
+/// `[leases]`: a lease's length, sometimes shorter than a delivery, and
+/// sometimes a margin (below the length, or rarely not: rejected).
 fn leases() -> BoxedStrategy<Vec<(&'static str, Value)>> {
     prop_oneof![
         3 => Just(Vec::new()),
         1 => number(1..=300, 301..=5_000).prop_map(|ticks| vec![("ticks", ticks)]),
+        1 => (1u64..=300, 0u64..=60, prop::bool::weighted(0.05)).prop_map(|(ticks, margin, over)| {
+            let margin = if over { ticks + margin } else { margin.min(ticks - 1) };
+            vec![("ticks", int(ticks)), ("margin_ticks", int(margin))]
+        }),
     ]
     .boxed()
+}
+
+/// `[faults.skew]`: offsets within or beyond a lease margin, stepping or not.
+fn skew() -> BoxedStrategy<Vec<(&'static str, Value)>> {
+    prop_oneof![
+        4 => Just(Vec::new()),
+        1 => (number(1..=30, 31..=2_000), prop::option::of(ratio())).prop_map(|(max, step)| {
+            let mut entries = vec![("max_ticks", max)];
+            entries.extend(step.map(|step| ("step_rate", step)));
+            entries
+        }),
+    ]
+    .boxed()
+}
+
+/// `[retries]` (all three keys: each is required) and the retryable faults
+/// that need it, as `(retries, faults.receiver, faults.net)`.
+type RetryDraft = (
+    Vec<(&'static str, Value)>,
+    Vec<(&'static str, Value)>,
+    Vec<(&'static str, Value)>,
+);
+
+fn retries() -> BoxedStrategy<RetryDraft> {
+    let faults = (
+        maybe("retryable", ratio()),
+        maybe("poison", ratio()),
+        maybe("retryable", ratio()),
+    );
+    prop_oneof![
+        3 => Just((Vec::new(), Vec::new(), Vec::new())),
+        // Retryable faults without timers: rejected, naming the fault's key.
+        1 => maybe("retryable", ratio()).prop_map(|net| (Vec::new(), Vec::new(), net.into_iter().collect())),
+        3 => ((1u64..=6, 1u64..=100, 0u64..=400), faults).prop_map(|((attempts, base, extra), (retryable, poison, net))| {
+            let retries = vec![
+                ("max_attempts", int(attempts)),
+                ("backoff_base_ticks", int(base)),
+                ("backoff_cap_ticks", int(base + extra)),
+            ];
+            (retries, retryable.into_iter().chain(poison).collect(), net.into_iter().collect())
+        }),
+    ]
+    .boxed()
+}
+
+/// Appends `entries` to `table`'s, replacing any of the same key.
+fn extend(draft: &mut Draft, table: &'static str, entries: Vec<(&'static str, Value)>) {
+    for (key, value) in entries {
+        set(draft, table, key, value);
+    }
 }
 
 /// Scripted kills and power cuts: the tick in thousandths of the fault
@@ -402,6 +483,7 @@ pub fn case() -> impl Strategy<Value = Case> {
         faults(),
         leases(),
     );
+    let hazards = (retries(), edge(0..=60_000));
     let budgets = (
         edge(1..=5_000),
         edge(1..=200_000),
@@ -409,8 +491,8 @@ pub fn case() -> impl Strategy<Value = Case> {
         edge(0..=20_000),
     );
     let mischief = prop_oneof![4 => Just(None), 1 => (any::<prop::sample::Index>(), poison()).prop_map(Some)];
-    (tables, script(), budgets, any::<bool>(), mischief).prop_map(
-        |((top, run, workload, timing, sqlite, power, faults, leases), script, budgets, full, mischief)| {
+    (tables, hazards, script(), budgets, any::<bool>(), mischief).prop_map(
+        |((top, run, workload, timing, sqlite, power, faults, leases), hazards, script, budgets, full, mischief)| {
             let mut draft: Draft = faults;
             for (name, entries) in [
                 ("", top),
@@ -425,6 +507,18 @@ pub fn case() -> impl Strategy<Value = Case> {
                     draft.insert(name, entries);
                 }
             }
+            let ((retries, receiver, net), retention) = hazards;
+            // Left out for now (module docs): timers with leases, retention without timers.
+            let (retries, receiver, retention) = match (draft.contains_key("leases"), retries.is_empty()) {
+                (true, _) => (Vec::new(), Vec::new(), Edge::Absent),
+                (false, true) => (retries, receiver, Edge::Absent),
+                (false, false) => (retries, receiver, retention),
+            };
+            if !retries.is_empty() {
+                draft.insert("retries", retries);
+            }
+            extend(&mut draft, "faults.receiver", receiver);
+            extend(&mut draft, "faults.net", net);
             let fault_phase = ticks_fault(&draft);
             let script: Vec<(u64, Option<String>)> = script
                 .into_iter()
@@ -434,7 +528,7 @@ pub fn case() -> impl Strategy<Value = Case> {
             // Budgets near the loader's limits, each from the draft so far.
             let (timeout, quiet, ticks, steps) = budgets;
             type Limit = fn(&Scenario) -> u64;
-            let rules: [(&'static str, &'static str, Edge, Limit); 4] = [
+            let rules: [(&'static str, &'static str, Edge, Limit); 5] = [
                 ("timing", "reply_timeout_ticks", timeout, |s| {
                     Budget::of(s).round_trip + 1
                 }),
@@ -444,6 +538,10 @@ pub fn case() -> impl Strategy<Value = Case> {
                 }),
                 ("run", "steps_max", steps, |s| {
                     Budget::of(s).steps_needed(s.run.ticks_fault)
+                }),
+                // Last: the horizon grows with the timeouts drawn above.
+                ("receivers", "dedup_retention_ticks", retention, |s| {
+                    crashsim::scenario::horizon(s).ticks
                 }),
             ];
             for (table, key, edge, limit) in rules {
