@@ -260,11 +260,16 @@ fn a_declared_kill_point_that_never_fires_fails_the_coverage_gate() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let scenario = dir.path().join("rare.toml");
     let text = std::fs::read_to_string(common::root().join("scenarios/contention.toml")).unwrap();
-    let rare = text.replace(
-        "[faults.worker]\n",
-        "[faults.worker]\nafter_read_pending = \"1/100000000\"\n",
-    );
-    assert_ne!(rare, text, "contention.toml has a [faults.worker] table");
+    // Its worker.after_read_pending made rare (contention reaches every kill point).
+    let rare: String = text
+        .lines()
+        .map(|line| match line.trim_start().starts_with("after_read_pending") {
+            true => "after_read_pending = \"1/100000000\"".to_string(),
+            false => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(rare, text, "contention.toml declares worker.after_read_pending");
     std::fs::write(&scenario, rare).unwrap();
     let path = scenario.to_str().unwrap();
     let warned = crashsim(&["run", path, "--seeds", "6", "--no-report"]);
