@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use super::forward::forward_store;
 use crate::model::{OutboxRow, StoredEvent};
+use crate::store::outbox::{self, COLUMNS};
 use crate::store::reference::ReferenceStore;
 use crate::store::{Result, Store};
 
@@ -39,20 +40,9 @@ impl Store for PendingOffsetDrift {
     );
 
     fn pending(&mut self, limit: usize) -> Result<Vec<OutboxRow>> {
-        let sql = "SELECT command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result
-                     FROM outbox WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1 OFFSET ?2";
-        let mut statement = self.inner.conn().prepare_cached(sql)?;
-        let rows = statement.query_map(params![limit as i64, self.offset as i64], |row| {
-            Ok(OutboxRow {
-                command_id: row.get(0)?,
-                workflow_id: row.get(1)?,
-                event_seq: row.get(2)?,
-                kind: row.get(3)?,
-                payload: row.get(4)?,
-                done: row.get(5)?,
-                result: row.get(6)?,
-            })
-        })?;
+        let sql = format!("SELECT {COLUMNS} FROM outbox WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1 OFFSET ?2");
+        let mut statement = self.inner.conn().prepare_cached(&sql)?;
+        let rows = statement.query_map(params![limit as i64, self.offset as i64], outbox::row)?;
         let rows: Vec<OutboxRow> = rows.collect::<rusqlite::Result<_>>()?;
         self.offset = match rows.is_empty() {
             true => 0,

@@ -6,10 +6,10 @@ use super::Result;
 use crate::model::{Command, OutboxRow, command_id};
 
 /// The columns `row` reads, in its order.
-pub(super) const COLUMNS: &str = "command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result";
+pub(crate) const COLUMNS: &str = "command_id, workflow_id, event_seq, kind, payload, processed_at IS NOT NULL, result";
 
 /// An outbox row from a query of `COLUMNS`.
-pub(super) fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+pub(crate) fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
     row_at(row, 0)
 }
 
