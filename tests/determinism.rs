@@ -96,5 +96,5 @@ fn pinned_trace_hash_of_smoke_seed_0() {
     let loaded = load("scenarios/smoke.toml");
     let dir = work_dir();
     let result = run(&loaded, 0, dir.path());
-    assert_eq!(result.trace_hash, "c4b71bcaef53fd50", "smoke seed 0 changed behaviour");
+    assert_eq!(result.trace_hash, "56124fde12c577b7", "smoke seed 0 changed behaviour");
 }

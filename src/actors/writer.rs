@@ -28,7 +28,7 @@ use super::{KillPoint, Message, Next, Role, retry_or_crash};
 use crate::model::{Command, Event};
 use crate::sim::Ctx;
 use crate::store::{Granularity, Request, Store, StoreError};
-use crate::trace::{Appended, Loaded, Op};
+use crate::trace::{Appended, HeadSeen, Loaded, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
 use crate::workflow::{Replayed, decide};
 
@@ -143,6 +143,15 @@ impl Writer {
         candidates.sort_unstable();
         ctx.record(Op::Heads {
             candidates: candidates.len(),
+            heads: heads
+                .iter()
+                .map(|head| HeadSeen {
+                    workflow_id: head.workflow_id.clone(),
+                    seq: head.last_seq,
+                    kind: head.kind.clone(),
+                    done: head.commands_done,
+                })
+                .collect(),
         });
         // More than the one taken: probably more to do right after it.
         // None: the wait below ends in a scan anyway.

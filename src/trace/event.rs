@@ -41,6 +41,16 @@ pub struct Loaded {
     pub workflow_id: Option<String>,
 }
 
+/// One row of a `heads` answer, as the store returned it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadSeen {
+    pub workflow_id: String,
+    pub seq: u64,
+    pub kind: String,
+    /// How many of the head event's commands the store said were done.
+    pub done: u64,
+}
+
 /// A row a worker claimed, with the claim's fencing token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claimed {
@@ -79,9 +89,11 @@ pub enum Op {
     },
 
     // Writers.
-    /// Looked for work: `candidates` workflows could take a step.
+    /// Looked for work: `candidates` workflows could take a step; `heads`
+    /// is the store's answer as it came (judged, `check::answers`).
     Heads {
         candidates: usize,
+        heads: Vec<HeadSeen>,
     },
     /// Loaded and replayed a workflow: `events` is the store's answer as
     /// it came (judged against the committed history, `check::answers`);

@@ -6,5 +6,5 @@ pub mod event;
 pub mod recorder;
 pub mod render;
 
-pub use event::{Appended, Claimed, Loaded, Op, TraceEvent};
+pub use event::{Appended, Claimed, HeadSeen, Loaded, Op, TraceEvent};
 pub use recorder::{Recorder, trace_hash};

@@ -56,7 +56,7 @@ pub fn describe(op: &Op) -> String {
         Op::Restart { incarnation } => format!("restart (life {incarnation})"),
         Op::Quiet => "== quiet phase: faults off, everyone restarts ==".to_string(),
         Op::Settled => "== settled: all workflows terminal or waiting on a dead letter, outbox drained ==".to_string(),
-        Op::Heads { candidates } => format!("heads: {candidates} candidate(s)"),
+        Op::Heads { candidates, heads } => format!("heads: {} workflow(s), {candidates} candidate(s)", heads.len()),
         Op::Load {
             workflow_id,
             last_seq,

@@ -15,6 +15,9 @@
 //!   writer rolled back or died before asking to commit) is I5: "stored
 //!   although the transaction that wrote it never committed", the mark of a
 //!   store in autocommit mode or one that commits its statements apart.
+//! - **`heads`** (I6, `heads.rs`): one head per workflow with a committed
+//!   event, at its latest committed `seq` and kind, none invented, and no
+//!   more commands done than workers could have marked.
 //! - **`commands`** (I6): the awaited command is done if and only if a
 //!   worker marked it done (or a call that could have did).
 //! - **`pending(limit)`** (I1): fewer rows than `limit` while rows were
@@ -25,6 +28,7 @@
 //! Each family is reported once per workflow (`load`, `commands`) or once
 //! per run (`pending`), at its first wrong answer, with how many more there were.
 
+mod heads;
 mod known;
 
 use std::collections::BTreeMap;
@@ -55,6 +59,11 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 if let Some(violation) = judge_awaiting(&known, command_id, *done) {
                     let workflow = crate::model::workflow_of(command_id).to_string();
                     found.note(format!("commands {workflow}"), violation.ticks([event.tick]), event);
+                }
+            }
+            Op::Heads { heads, .. } => {
+                if let Some(violation) = heads::judge_heads(&known, heads) {
+                    found.note("heads".to_string(), violation.ticks([event.tick]), event);
                 }
             }
             Op::Pending { limit, command_ids } => {
@@ -156,39 +165,9 @@ fn judge_load(known: &Known, workflow_id: &str, answer: &[Loaded]) -> Option<Vio
                 if known.maybe.contains(&place) {
                     continue;
                 }
-                if let Some(tick) = known.unwritten.get(&place) {
-                    return Some(
-                        Violation::new(
-                            Invariant::I5,
-                            format!(
-                                "{shown}#{} ({}) is stored although the transaction that wrote it never \
-                                 committed: it ended without a commit at tick {tick}, and load({shown}) \
-                                 still answered [{}]",
-                                event.seq,
-                                event.kind,
-                                loaded(answer)
-                            ),
-                        )
-                        .workflow(workflow_id)
-                        .seq(event.seq)
-                        .ticks([*tick]),
-                    );
-                }
-                if let Some(writer) = known.writing(&place) {
-                    return Some(
-                        Violation::new(
-                            Invariant::I5,
-                            format!(
-                                "{shown}#{} ({}) is visible to another connection before the transaction \
-                                 of {writer} that writes it committed: load({shown}) answered [{}]",
-                                event.seq,
-                                event.kind,
-                                loaded(answer)
-                            ),
-                        )
-                        .workflow(workflow_id)
-                        .seq(event.seq),
-                    );
+                let answered = format!("load({shown}) still answered [{}]", loaded(answer));
+                if let Some(violation) = uncommitted(known, &place, &answered) {
+                    return Some(violation);
                 }
                 return wrong(
                     format!("seq {} ({}) is an event no writer committed", event.seq, event.kind),
@@ -205,6 +184,32 @@ fn judge_load(known: &Known, workflow_id: &str, answer: &[Loaded]) -> Option<Vio
             *seq,
         )
         .map(|violation| violation.ticks([*tick]))
+    })
+}
+
+/// An answer showed `place`, which the trace does not have committed: I5
+/// when its transaction ended without a commit or is still open (`answered`
+/// says which answer showed it), `None` when nothing is known against it.
+fn uncommitted(known: &Known, place: &Place, answered: &str) -> Option<Violation> {
+    let (workflow_id, seq, kind) = place;
+    let shown = Shown(workflow_id.as_str());
+    let message = if let Some(tick) = known.unwritten.get(place) {
+        format!(
+            "{shown}#{seq} ({kind}) is stored although the transaction that wrote it never committed: it \
+             ended without a commit at tick {tick}, and {answered}"
+        )
+    } else if let Some(writer) = known.writing(place) {
+        format!(
+            "{shown}#{seq} ({kind}) is visible to another connection before the transaction of {writer} \
+             that writes it committed: {answered}"
+        )
+    } else {
+        return None;
+    };
+    let violation = Violation::new(Invariant::I5, message).workflow(workflow_id).seq(*seq);
+    Some(match known.unwritten.get(place) {
+        Some(tick) => violation.ticks([*tick]),
+        None => violation,
     })
 }
 

@@ -418,3 +418,5 @@ fn each_family_is_reported_once_with_a_count() {
     let violation = run.only(Invariant::I6, "2 later answer(s) as wrong");
     assert_eq!(violation.workflow_id.as_deref(), Some(W));
 }
+
+mod heads;
