@@ -32,72 +32,7 @@ timer is in the future and dead-lettered rows, and no `mark_done` marks a
 dead-lettered row. In runs with a retention, the receiver stamps each de-dup
 record with its tick (`recorded_at`), and `purge_dedup` deletes the old ones.
 
-Options:
-  --granularity step|call  step (default): one request per operation, so
-                           crashsim can kill the process inside a transaction;
-                           call: the same code served as whole operations
-                           (append, handle), composed by the SDK.
-  --bug NAME[,NAME...]     switch on known mistakes (or EXAMPLE_STORE_BUG=NAME;
-                           the flag wins). Each is a small diff from the clean
-                           code; what crashsim should report:
-
-  dict_dedup        The receiver's de-dup records live in a module-level dict
-                    instead of the dedup table. A restarted receiver is a new
-                    process with an empty dict: a redelivered command is
-                    applied twice. -> I2.
-  two_transactions  insert_event commits the event and opens a new transaction
-                    for its commands. A kill before `commit` leaves an event
-                    without its commands (a lost command). -> I5, I1.
-                    At `call` granularity crashsim kills the process inside
-                    `append` through its VFS extension (the SDK loads it).
-  max_seq           insert_event appends at MAX(seq)+1 whatever expected_seq
-                    says: stale writers are not rejected. -> I3.
-  sync_normal       PRAGMA synchronous=NORMAL "for speed" whatever the hello
-                    asks (`open` reports 1): commits acknowledged before a
-                    power cut may vanish. -> I9.
-  sync_normal_hidden
-                    As sync_normal, but `open` reports the level the hello
-                    asked for instead of reading it back: only what the
-                    store's SQLite did shows it (commits acknowledged with no
-                    sync, counted by crashsim's VFS; commits lost). -> I9.
-  pragmas_once      PRAGMA synchronous is set on the first connection only
-                    (the one that creates the file), as if it were stored in
-                    the database like journal_mode: every later connection
-                    runs SQLite's compiled-in default (FULL). -> I9 where
-                    the scenario asks for more (EXTRA); under NORMAL the
-                    later connections are stricter than asked: no finding.
-  uuid_ids          command_id = str(uuid.uuid4()) instead of the derived id:
-                    runs are no longer deterministic (--check-determinism
-                    names the first differing answer), and a command retried
-                    under a new id defeats de-duplication.
-  dedup_apart       The receiver commits the effect, then records the de-dup
-                    entry in a second transaction. A kill in between leaves an
-                    effect the receiver does not remember: the redelivery
-                    applies it again. -> I2.
-  body_key          The receiver de-duplicates by a hash of the whole request
-                    body, delivery metadata (attempt, sent_tick) included:
-                    every retry is a new key and is applied again. -> I2 (and
-                    I7: a changed payload is never reported as a conflict).
-  unfenced_mark_done
-                    mark_done_leased acknowledges by command_id alone and
-                    ignores the fencing token: a holder that paused past its
-                    lease still marks the row done after another worker
-                    claimed it (a late acknowledgement counts). -> I8, in
-                    scenarios with leases.
-  early_dedup_purge The receiver purges de-dup records after a hundredth of
-                    the retention it is given ("they are never needed that
-                    long"): a retry that comes back after its backoff finds
-                    no record and is applied again. -> I2, in scenarios
-                    with a retention (scenarios/retries.toml).
-  key_lower         The receiver de-duplicates by key.lower() ("ids are
-                    case-insensitive"): `Trip-Ab3:1:0` finds the record of
-                    `trip-ab3:1:0`, and a near miss of a key in another case
-                    is answered as a repeat. -> I7.
-  key_strip         The receiver de-duplicates by key.strip() ("stray
-                    whitespace from the client"): ` trip-s2:1:0` and
-                    `trip-s2:1:0` are one key. -> I7.
-  json_spacing      No mistake: payloads are stored re-encoded by json.dumps
-                    (`{"trip_id": "x"}`), equal JSON in other bytes. -> PASS.
+Options (--granularity, --bug and every known mistake): example_options.py.
 """
 
 import os
@@ -105,6 +40,7 @@ import sqlite3
 import sys
 
 import crashsim_adapter as ca
+from example_options import parse_args
 from example_schema import (
     DUE,
     OUTBOX_COLUMNS,
@@ -117,22 +53,6 @@ from example_schema import (
 )
 
 BUGS = frozenset()
-KNOWN_BUGS = (
-    "dict_dedup",
-    "two_transactions",
-    "max_seq",
-    "sync_normal",
-    "sync_normal_hidden",
-    "pragmas_once",
-    "uuid_ids",
-    "dedup_apart",
-    "body_key",
-    "unfenced_mark_done",
-    "early_dedup_purge",
-    "key_lower",
-    "key_strip",
-    "json_spacing",
-)
 
 # The dict_dedup bug's memory: key -> (digest, result), gone with the process.
 SEEN = {}
@@ -220,9 +140,11 @@ class Store:
     # Reads: one statement each, outside any explicit transaction.
 
     def load(self, workflow_id):
+        # load_by_created_at: "events are in the order they happened".
+        order = "created_at" if "load_by_created_at" in BUGS else "seq"
         return self.connection.execute(
             "SELECT workflow_id, seq, kind, payload FROM events"
-            " WHERE workflow_id = ? ORDER BY seq",
+            f" WHERE workflow_id = ? ORDER BY {order}",
             (workflow_id,),
         ).fetchall()
 
@@ -355,7 +277,8 @@ class Store:
     # The append, one step per request.
 
     def begin(self):
-        self.connection.execute("BEGIN IMMEDIATE")
+        if "autocommit" not in BUGS:  # "the driver handles transactions"
+            self.connection.execute("BEGIN IMMEDIATE")
 
     def insert_event(self, workflow_id, expected_seq, kind, payload):
         conn = self.connection
@@ -376,11 +299,14 @@ class Store:
             seq = expected_seq + 1
         if "json_spacing" in BUGS:
             payload = respaced(payload)
+        # load_by_created_at: the database's clock, CURRENT_TIMESTAMP.
+        stamp = "CURRENT_TIMESTAMP" if "load_by_created_at" in BUGS else "?5"
         try:
             conn.execute(
                 "INSERT INTO events (workflow_id, seq, kind, payload, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (workflow_id, seq, kind, payload, ca.now()),
+                f" VALUES (?1, ?2, ?3, ?4, {stamp})",
+                (workflow_id, seq, kind, payload)
+                + (() if "load_by_created_at" in BUGS else (ca.now(),)),
             )
         except sqlite3.IntegrityError:
             raise ca.Conflict(
@@ -409,6 +335,8 @@ class Store:
         return command_id
 
     def commit(self):
+        if "autocommit" in BUGS and not self.connection.in_transaction:
+            return  # every INSERT committed on its own already
         self.connection.execute("COMMIT")
 
     def rollback(self):
@@ -544,41 +472,9 @@ class Receiver:
             self.connection.execute("ROLLBACK")
 
 
-def parse_args(argv):
-    """(bugs, granularity) from the command line and EXAMPLE_STORE_BUG."""
-    bugs = os.environ.get("EXAMPLE_STORE_BUG", "")
-    granularity = "step"
-    args = iter(argv)
-    for arg in args:
-        if arg in ("-h", "--help"):
-            print(__doc__)
-            sys.exit(0)
-        flag, has_value, value = arg.partition("=")
-        if flag not in ("--bug", "--granularity"):
-            raise SystemExit(f"example_store: unknown argument {arg!r} (see --help)")
-        if not has_value:
-            value = next(args, None)
-            if value is None:
-                raise SystemExit(f"example_store: {flag} needs a value")
-        if flag == "--bug":
-            bugs = value
-        else:
-            granularity = value
-    chosen = frozenset(name for name in bugs.replace(" ", "").split(",") if name)
-    unknown = sorted(chosen.difference(KNOWN_BUGS))
-    if unknown:
-        raise SystemExit(
-            f"example_store: unknown bug {', '.join(unknown)};"
-            f" known: {', '.join(KNOWN_BUGS)}"
-        )
-    if granularity not in ("step", "call"):
-        raise SystemExit(f"example_store: granularity {granularity!r}: step or call")
-    return chosen, granularity
-
-
 def main(argv):
     global BUGS
-    BUGS, granularity = parse_args(argv)
+    BUGS, granularity = parse_args(argv, __doc__)
     name = "+".join(["example_store", *sorted(BUGS)])
     ca.serve(
         store=Store,

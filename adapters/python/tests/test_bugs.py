@@ -2,6 +2,8 @@
 switch on: every test runs the same requests on the clean store and on the
 bugged one."""
 
+import os
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -117,6 +119,54 @@ class StoreBugsTest(BugCase):
         events, outbox = bugged
         self.assertEqual([(e["workflow_id"], e["seq"]) for e in events], [("w", 1)])
         self.assertEqual(outbox, [])
+
+    def test_autocommit_stores_an_append_that_never_committed(self):
+        def observe(args):
+            self.setup_example(*args)
+            writer = self.opened("store", *args)
+            writer.ok("begin")
+            writer.ok(
+                "insert_event", workflow_id="w", expected_seq=0, kind="e", payload="{}"
+            )
+            writer.ok(
+                "insert_command",
+                workflow_id="w",
+                event_seq=1,
+                index=0,
+                kind="lock_budget",
+                payload="{}",
+            )
+            writer.kill()  # writer.before_commit
+            state = self.dump(*args)
+            return len(state["events"]), len(state["outbox"])
+
+        clean, bugged = self.both(observe, "autocommit")
+        self.assertEqual(clean, (0, 0))
+        self.assertEqual(bugged, (1, 1))
+
+    def test_load_by_created_at_follows_the_stamps_not_seq(self):
+        def observe(args):
+            self.setup_example(*args)
+            store = self.opened("store", *args)
+            for seq in (0, 1):
+                store.ok(
+                    "append", workflow_id="w", expected_seq=seq, kind="e", payload="{}"
+                )
+            store.close()
+            # Stamps that run backwards, as from a clock stepped back.
+            path = os.path.join(self.dir, "store.db")
+            with sqlite3.connect(path) as conn:
+                conn.execute(
+                    "UPDATE events SET created_at = '2026-01-01 00:00:0' || (9 - seq)"
+                )
+            store = self.opened("store", *args)
+            return [
+                event["seq"] for event in store.ok("load", workflow_id="w")["events"]
+            ]
+
+        clean, bugged = self.both(observe, "load_by_created_at")
+        self.assertEqual(clean, [1, 2])
+        self.assertEqual(bugged, [2, 1])
 
 
 class ReceiverBugsTest(BugCase):
