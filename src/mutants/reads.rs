@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use super::forward::forward_store;
 use crate::model::{OutboxRow, StoredEvent};
+use crate::store::events;
 use crate::store::outbox::{self, COLUMNS};
 use crate::store::reference::ReferenceStore;
 use crate::store::{Result, Store};
@@ -78,18 +79,7 @@ impl Store for LoadByTimestamp {
     );
 
     fn load(&mut self, workflow_id: &str) -> Result<Vec<StoredEvent>> {
-        let mut statement = self
-            .inner
-            .conn()
-            .prepare_cached("SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY created_at")?;
-        let rows = statement.query_map([workflow_id], |row| {
-            Ok(StoredEvent {
-                workflow_id: workflow_id.to_string(),
-                seq: row.get(0)?,
-                kind: row.get(1)?,
-                payload: row.get(2)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let sql = "SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY created_at";
+        events::load_query(self.inner.conn(), sql, workflow_id)
     }
 }

@@ -33,6 +33,7 @@ mod retryable;
 mod settle;
 mod shared_vfs;
 mod skew;
+mod state;
 
 use std::path::{Path, PathBuf};
 
@@ -50,73 +51,18 @@ pub enum Files {
     Disk,
 }
 
+use state::{Event, Life, Phase, Slot};
+
 use super::ctx::{Ctx, KillGate, World};
 use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
-use super::net::{Address, Message};
 use super::power::{Power, Recovery};
 use super::prng::Prng;
 use super::queue::Queue;
-use crate::actors::{Actor, ActorId, Next, Role};
+use crate::actors::{ActorId, Next, Role};
 use crate::scenario::Scenario;
 use crate::store::{Implementation, Snapshot, Store, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder};
 use crate::vfs::CrashVfs;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Faults,
-    Quiet,
-}
-
-enum Event {
-    Step { slot: usize, token: u64 },
-    Deliver { to: Address, message: Message },
-    Restart { slot: usize, incarnation: u32 },
-    Quiet,
-    SettleCheck,
-    Script { index: usize },
-}
-
-enum Life {
-    /// Alive but not yet connected: the next step opens the connection.
-    Booting,
-    Up(Box<Actor>),
-    Down,
-}
-
-/// One actor's place in the simulation, which outlives its lives.
-struct Slot {
-    id: ActorId,
-    life: Life,
-    incarnation: u32,
-    token: u64,
-    /// Waiting for a message: an arrival wakes it.
-    waiting: bool,
-    /// Busy answers in a row, for the backoff.
-    busy_streak: u32,
-    /// How often the actor reached each kill point, across its lives.
-    reaches: [u64; KILL_POINTS],
-    /// Messages it sent, across its lives.
-    sent: u64,
-    /// The actor's decisions.
-    prng: Prng,
-    /// Its step durations and restart delays.
-    sched: Prng,
-    /// Its kill draws.
-    faults: Prng,
-    /// Steps it was about to take in the fault phase, across its lives
-    /// (the occurrences a pause is decided at).
-    pause_steps: u64,
-    /// Its pause draws.
-    pauses: Prng,
-    /// Its clock: the true tick plus this (`skew.rs`).
-    offset: i64,
-    /// Steps it was about to take in the fault phase, across its lives
-    /// (the occurrences a clock step is decided at), with skew on.
-    skew_steps: u64,
-    /// Its skew and clock-step draws.
-    skews: Prng,
-}
 
 pub struct Simulator<'a> {
     scenario: &'a Scenario,

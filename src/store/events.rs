@@ -8,8 +8,17 @@ use crate::model::{Head, StoredEvent};
 
 /// The events of one workflow, ordered by `seq`.
 pub fn load(conn: &Connection, workflow_id: &str) -> Result<Vec<StoredEvent>> {
-    let mut statement =
-        conn.prepare_cached("SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY seq")?;
+    load_query(
+        conn,
+        "SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY seq",
+        workflow_id,
+    )
+}
+
+/// The events `sql` (`seq, kind, payload`, bound to the workflow id as
+/// `?1`) selects, in its order; mutants with another order share it.
+pub fn load_query(conn: &Connection, sql: &str, workflow_id: &str) -> Result<Vec<StoredEvent>> {
+    let mut statement = conn.prepare_cached(sql)?;
     let rows = statement.query_map([workflow_id], |row| {
         Ok(StoredEvent {
             workflow_id: workflow_id.to_string(),

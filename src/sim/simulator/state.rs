@@ -1,0 +1,63 @@
+//! The simulator's bookkeeping: its phase, the events of its queue, and
+//! each actor's slot, which outlives the actor's lives.
+
+use super::super::faults::KILL_POINTS;
+use super::super::net::{Address, Message};
+use super::super::prng::Prng;
+use crate::actors::{Actor, ActorId};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    Faults,
+    Quiet,
+}
+
+pub(super) enum Event {
+    Step { slot: usize, token: u64 },
+    Deliver { to: Address, message: Message },
+    Restart { slot: usize, incarnation: u32 },
+    Quiet,
+    SettleCheck,
+    Script { index: usize },
+}
+
+pub(super) enum Life {
+    /// Alive but not yet connected: the next step opens the connection.
+    Booting,
+    Up(Box<Actor>),
+    Down,
+}
+
+/// One actor's place in the simulation, which outlives its lives.
+pub(super) struct Slot {
+    pub(super) id: ActorId,
+    pub(super) life: Life,
+    pub(super) incarnation: u32,
+    pub(super) token: u64,
+    /// Waiting for a message: an arrival wakes it.
+    pub(super) waiting: bool,
+    /// Busy answers in a row, for the backoff.
+    pub(super) busy_streak: u32,
+    /// How often the actor reached each kill point, across its lives.
+    pub(super) reaches: [u64; KILL_POINTS],
+    /// Messages it sent, across its lives.
+    pub(super) sent: u64,
+    /// The actor's decisions.
+    pub(super) prng: Prng,
+    /// Its step durations and restart delays.
+    pub(super) sched: Prng,
+    /// Its kill draws.
+    pub(super) faults: Prng,
+    /// Steps it was about to take in the fault phase, across its lives
+    /// (the occurrences a pause is decided at).
+    pub(super) pause_steps: u64,
+    /// Its pause draws.
+    pub(super) pauses: Prng,
+    /// Its clock: the true tick plus this (`skew.rs`).
+    pub(super) offset: i64,
+    /// Steps it was about to take in the fault phase, across its lives
+    /// (the occurrences a clock step is decided at), with skew on.
+    pub(super) skew_steps: u64,
+    /// Its skew and clock-step draws.
+    pub(super) skews: Prng,
+}
