@@ -28,6 +28,8 @@ pub struct Fixture {
     pub lease_margin_ticks: u64,
     /// The scenario's de-dup retention and horizon (none unless a test sets it).
     pub retention: Option<Retention>,
+    /// What recovery found after each power cut of `events`.
+    pub recoveries: Vec<crate::sim::Recovery>,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -146,6 +148,7 @@ pub fn clean() -> Fixture {
         max_attempts: None,
         lease_margin_ticks: 0,
         retention: None,
+        recoveries: Vec::new(),
     }
 }
 
@@ -161,7 +164,7 @@ impl Fixture {
                 steps_max: 10_000,
                 ended: (1_000, 500),
                 synchronous: super::Expected { store: 2, receiver: 2 },
-                recoveries: &[],
+                recoveries: &self.recoveries,
                 artifacts: &[],
                 durable: super::Durable::default(),
                 max_attempts: self.max_attempts,
