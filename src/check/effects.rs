@@ -2,6 +2,9 @@
 //! committed row, none before its row committed), I7 key conflicts surface
 //! and keys are compared exactly (payloads as JSON: `workflow::payload::same`).
 //!
+//! I2 has one exception: an application after a purge that the scenario's
+//! de-dup retention permitted (`retention.rs`).
+//!
 //! Effects are mapped to commands through the keys workers sent them under
 //! (the trace), so an implementation that derives keys badly is still judged
 //! per logical command. Effects under near-miss keys belong to the prober's
@@ -18,13 +21,14 @@
 use crate::model::Shown;
 use std::collections::BTreeMap;
 
+use super::retention::Purges;
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
 use crate::store::Outcome;
 use crate::workflow::payload;
 use crate::workload::NearMiss;
 
-pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<Violation> {
     let mut violations = Vec::new();
     let snapshot = input.snapshot;
     let rows = snapshot.rows_by_id();
@@ -103,7 +107,12 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 .ticks(tick_of(effect)),
             );
         }
-        if genuine.len() > 1 {
+        let mut applied: Vec<Option<u64>> = genuine.iter().map(|effect| tick_of(effect)).collect();
+        applied.sort_unstable();
+        let excused = applied
+            .windows(2)
+            .all(|pair| matches!(pair, [Some(first), Some(again)] if purges.excuse(*first, *again)));
+        if genuine.len() > 1 && !excused {
             let list: Vec<String> = genuine
                 .iter()
                 .map(|effect| match tick_of(effect) {

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::snapshot::{Dedup, Effect, Snapshot};
-use super::{Input, Invariant, Violation, check};
+use super::{Input, Invariant, Retention, Violation, check_with};
 use crate::actors::{ActorId, Role};
 use crate::model::{OutboxRow, StoredEvent, command_id};
 use crate::ratio::Ratio;
@@ -26,6 +26,10 @@ pub struct Fixture {
     pub max_attempts: Option<u32>,
     /// The scenario's `leases.margin_ticks` (0 unless a test sets it).
     pub lease_margin_ticks: u64,
+    /// The scenario's de-dup retention and horizon (none unless a test sets it).
+    pub retention: Option<Retention>,
+    /// What recovery found after each power cut of `events`.
+    pub recoveries: Vec<crate::sim::Recovery>,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -143,26 +147,31 @@ pub fn clean() -> Fixture {
         settled: true,
         max_attempts: None,
         lease_margin_ticks: 0,
+        retention: None,
+        recoveries: Vec::new(),
     }
 }
 
 impl Fixture {
     pub fn violations(&self) -> Vec<Violation> {
-        check(&Input {
-            events: &self.events,
-            snapshot: &self.snapshot,
-            trips: &self.trips,
-            settled: self.settled,
-            ticks_max: 1_000,
-            steps_max: 10_000,
-            ended: (1_000, 500),
-            synchronous: super::Expected { store: 2, receiver: 2 },
-            recoveries: &[],
-            artifacts: &[],
-            durable: super::Durable::default(),
-            max_attempts: self.max_attempts,
-            lease_margin_ticks: self.lease_margin_ticks,
-        })
+        check_with(
+            &Input {
+                events: &self.events,
+                snapshot: &self.snapshot,
+                trips: &self.trips,
+                settled: self.settled,
+                ticks_max: 1_000,
+                steps_max: 10_000,
+                ended: (1_000, 500),
+                synchronous: super::Expected { store: 2, receiver: 2 },
+                recoveries: &self.recoveries,
+                artifacts: &[],
+                durable: super::Durable::default(),
+                max_attempts: self.max_attempts,
+                lease_margin_ticks: self.lease_margin_ticks,
+            },
+            self.retention,
+        )
     }
 
     pub fn invariants(&self) -> BTreeSet<Invariant> {

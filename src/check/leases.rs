@@ -28,6 +28,14 @@
 //!   scenario's bound, so the clause is applied at least whenever
 //!   `2·max_ticks <= margin_ticks`.
 //!
+//! A lease ends at its expiry, or earlier when its holder hands the row
+//! back: with retry timers, a retryable failure stored under the row's
+//! current token (`Op::RetryScheduled` with that token) releases the lease
+//! (docs/protocol.md, retry timers), and the holder drops the row. A claim
+//! after that takes no live lease, whoever makes it and however soon the
+//! timer is due; the token must still grow. A timer stored under an older
+//! token changed nothing (the fencing clause) and releases nothing.
+//!
 //! A power cut kills every holder and may take the latest claims with it
 //! (on weak settings): what was claimed before it is forgotten.
 
@@ -47,6 +55,8 @@ struct Lease<'a> {
     expires: u64,
     /// What the claimer's clock read at the claim.
     clock: u64,
+    /// The holder handed the row back before expiry (`schedule_retry`).
+    released: bool,
 }
 
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
@@ -85,6 +95,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                         token: claim.token,
                         expires: *expires,
                         clock: event.tick.saturating_add_signed(offset),
+                        released: false,
                     };
                     if let Some(before) = latest.get(claim.command_id.as_str()) {
                         violations.extend(overlap(&claim.command_id, before, &lease));
@@ -168,6 +179,17 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                         .ticks(ticks.into_iter().flatten().chain([event.tick])),
                 );
             }
+            Op::RetryScheduled {
+                command_id,
+                token: Some(token),
+                ..
+            } => {
+                if let Some(lease) = latest.get_mut(command_id.as_str())
+                    && lease.token == *token
+                {
+                    lease.released = true;
+                }
+            }
             Op::PowerCut { .. } => {
                 latest.clear();
                 held.clear();
@@ -197,7 +219,7 @@ fn overlap(command_id: &str, before: &Lease<'_>, after: &Lease<'_>) -> Vec<Viola
             command_id_shown = Shown(command_id)
         ));
     }
-    if after.clock < before.expires {
+    if !before.released && after.clock < before.expires {
         let clock = match after.clock == after.tick {
             true => String::new(),
             false => format!(" (its clock read {})", after.clock),
@@ -283,6 +305,18 @@ mod tests {
         /// Worker `worker`'s clock reads `offset` off the true tick from `tick` on.
         fn skew(&mut self, tick: u64, worker: u32, offset: i64) -> &mut Leases {
             self.at(tick, worker, Op::Skew { offset })
+        }
+
+        /// Worker `worker` stores a retry timer for the row under `token`.
+        fn retry(&mut self, tick: u64, worker: u32, token: u64) -> &mut Leases {
+            let op = Op::RetryScheduled {
+                command_id: ROW.to_string(),
+                attempt: 1,
+                next_at: self.base + tick + 1,
+                error: "busy".to_string(),
+                token: Some(token),
+            };
+            self.at(tick, worker, op)
         }
 
         fn send(&mut self, tick: u64, worker: u32) -> &mut Leases {
@@ -453,5 +487,50 @@ mod tests {
                 .message
                 .contains("late acknowledgement")
         );
+    }
+
+    #[test]
+    fn a_lease_released_by_a_retry_timer_is_claimed_again_before_its_expiry() {
+        // The gate's false alarm (issue 25): the holder stores a timer, which
+        // releases its lease; it (or another worker) claims the row again
+        // once the timer is due, long before the old expiry.
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 100).send(2, 0).retry(5, 0, 1).claim(10, 0, 2, 100);
+        run.send(11, 0).mark(15, 0, 2, true);
+        only(&run, &[]);
+        let mut other = Leases::new();
+        other
+            .claim(1, 0, 1, 100)
+            .retry(5, 0, 1)
+            .claim(10, 1, 2, 100)
+            .mark(15, 1, 2, true);
+        only(&other, &[]);
+        // Without the timer, the same claim takes a live lease.
+        let mut held = Leases::new();
+        held.claim(1, 0, 1, 100).claim(10, 0, 2, 100);
+        only(&held, &[I8]);
+    }
+
+    #[test]
+    fn a_timer_under_an_older_token_releases_nothing() {
+        // Worker 0's timer comes after worker 1 took the row over: it is
+        // fenced out, so worker 1's lease is still live at tick 20.
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 10)
+            .claim(11, 1, 2, 100)
+            .retry(12, 0, 1)
+            .claim(20, 0, 3, 100);
+        only(&run, &[I8]);
+        assert!(run.fixture.violations()[0].message.contains("two live leases"));
+    }
+
+    #[test]
+    fn a_released_lease_still_needs_a_greater_token() {
+        let mut run = Leases::new();
+        run.claim(1, 0, 1, 100).retry(5, 0, 1).claim(10, 1, 1, 100);
+        only(&run, &[I8]);
+        let violations = run.fixture.violations();
+        assert_eq!(violations.len(), 1, "{violations:#?}");
+        assert!(violations[0].message.contains("did not grow"));
     }
 }

@@ -12,6 +12,7 @@
 //! | answers/      | the store's own answers judged when given: I6 `load` and `commands`, I5 rows of a transaction that never committed, I1 a `pending` that hides due rows |
 //! | retries.rs    | I1 for retry timers: a dead letter is never done, is visible with its attempts, no early retry |
 //! | effects.rs    | I2 one effect per command, I4 no ghost effect, I7 key conflicts surface, keys compared exactly |
+//! | retention.rs  | I2's exception: an application after a purge the scenario's de-dup retention permitted |
 //! | sequence.rs   | I3 stale writers rejected |
 //! | replay.rs     | I6 replay is pure |
 //! | leases.rs     | I8 lease safety: a late acknowledgement never counts, one live lease per row |
@@ -41,6 +42,7 @@ mod history;
 mod leases;
 mod liveness;
 mod replay;
+mod retention;
 mod retries;
 mod sequence;
 mod settings;
@@ -55,6 +57,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::invariant::Invariant;
 pub use crate::store::Snapshot;
 pub use history::History;
+pub use retention::Retention;
 
 use crate::sim::TripRequest;
 use crate::trace::TraceEvent;
@@ -176,6 +179,12 @@ pub struct Expected {
 
 /// Runs every checker; violations come out root first (`order`).
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    check_with(input, None)
+}
+
+/// `check`, for a scenario with a de-dup retention: I2 does not blame an
+/// application after a purge the retention permitted (`retention.rs`).
+pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violation> {
     // Files SQLite cannot read hold no rows to judge: only their integrity
     // (and what the recoveries and the processes showed) is a verdict.
     if input.snapshot.unreadable.is_some() {
@@ -192,7 +201,11 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     violations.extend(commands::check(input, &history));
     violations.extend(answers::check(input));
     violations.extend(retries::check(input));
-    violations.extend(effects::check(input, &history));
+    violations.extend(effects::check(
+        input,
+        &history,
+        &retention::Purges::of(input, retention),
+    ));
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));
     violations.extend(leases::check(input));

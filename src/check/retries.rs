@@ -12,7 +12,9 @@
 //! - No worker sends a command it read before the command's stored timer
 //!   was due (`next_at`, by the clock the store read; the reader is judged
 //!   by its own, skewed, clock): the store must not
-//!   hand out a row whose timer is in the future.
+//!   hand out a row whose timer is in the future. A power cut may take
+//!   back the timer stored in the step it cut (its writes not yet synced):
+//!   after a cut, the timers are the ones recovery found.
 //!
 //! Runs without `[retries]` have no timers and no such ops: nothing to judge.
 
@@ -99,6 +101,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // Timers are due by the clock of the store that read them, so reads
     // and sends are judged by the reading actor's own (skewed) clock.
     let mut offsets: BTreeMap<ActorId, i64> = BTreeMap::new();
+    let mut cuts = input.recoveries.iter();
     for event in input.events {
         let clock = event
             .tick
@@ -111,6 +114,20 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 command_id, next_at, ..
             } => {
                 timers.insert(command_id, *next_at);
+            }
+            // A cut inside the step that stored a timer may take it back
+            // (its writes were not synced yet): from here on, the timers
+            // are the ones recovery found, and every actor starts afresh.
+            Op::PowerCut { .. } => {
+                timers.clear();
+                early.clear();
+                if let Some(recovery) = cuts.next() {
+                    for timer in &recovery.snapshot.timers {
+                        if let Some(due) = timer.next_attempt_at {
+                            timers.insert(timer.command_id.as_str(), due);
+                        }
+                    }
+                }
             }
             // Visible at the end, unless a power cut took the write back.
             Op::DeadLettered { command_id, .. }
@@ -323,5 +340,46 @@ mod tests {
         scheduled(&mut fixture, now);
         read_and_send(&mut fixture);
         only(&fixture, &[]);
+    }
+
+    #[test]
+    fn a_timer_a_power_cut_took_back_governs_no_read_after_it() {
+        // The cut came inside the step that stored the timer: its writes
+        // were not synced, and recovery found no timer. The row is due.
+        let cut = |kept: bool| {
+            let mut fixture = clean();
+            let now = fixture.events.last().unwrap().tick;
+            scheduled(&mut fixture, now + 100);
+            fixture.push(
+                ActorId::new(Role::Worker, 0),
+                Op::PowerCut {
+                    point: 9,
+                    model: "drop_unsynced".into(),
+                },
+            );
+            let mut snapshot = fixture.snapshot.clone();
+            snapshot.timers = match kept {
+                true => vec![Timer {
+                    command_id: ID.into(),
+                    workflow_id: "trip-000".into(),
+                    attempts: 1,
+                    next_attempt_at: Some(now + 100),
+                    dead_lettered_at: None,
+                    last_error: Some("x".into()),
+                    done: false,
+                }],
+                false => Vec::new(),
+            };
+            fixture.recoveries.push(crate::sim::Recovery {
+                tick: now + 1,
+                point: 9,
+                snapshot,
+            });
+            read_and_send(&mut fixture);
+            fixture
+        };
+        only(&cut(false), &[]);
+        // A timer recovery kept still governs.
+        only(&cut(true), &[I1]);
     }
 }

@@ -177,27 +177,38 @@ pub fn run_seed_on(
         )));
     }
     let snapshot = output.snapshot;
-    let mut violations = check::check(&check::Input {
-        events: &output.events,
-        snapshot: &snapshot,
-        trips: &output.trips,
-        settled: output.settled,
-        ticks_max: loaded.scenario.run.ticks_max,
-        steps_max: loaded.scenario.run.steps_max,
-        ended: (output.ticks, output.steps),
-        recoveries: &output.recoveries,
-        artifacts: &output.artifacts,
-        lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),
-        durable: check::Durable {
-            store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
-            receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
+    let retention = loaded
+        .scenario
+        .receivers
+        .and_then(|receivers| receivers.dedup_retention_ticks)
+        .map(|ticks| check::Retention {
+            ticks,
+            horizon: crate::scenario::horizon(&loaded.scenario).ticks,
+        });
+    let mut violations = check::check_with(
+        &check::Input {
+            events: &output.events,
+            snapshot: &snapshot,
+            trips: &output.trips,
+            settled: output.settled,
+            ticks_max: loaded.scenario.run.ticks_max,
+            steps_max: loaded.scenario.run.steps_max,
+            ended: (output.ticks, output.steps),
+            recoveries: &output.recoveries,
+            artifacts: &output.artifacts,
+            lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),
+            durable: check::Durable {
+                store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
+                receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
+            },
+            synchronous: check::Expected {
+                store: loaded.scenario.sqlite.store_settings().synchronous.level(),
+                receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
+            },
+            max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
         },
-        synchronous: check::Expected {
-            store: loaded.scenario.sqlite.store_settings().synchronous.level(),
-            receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
-        },
-        max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
-    });
+        retention,
+    );
     if let Some(reason) = output.inconclusive {
         // Liveness cannot be judged: what is left is safety, and a run
         // with no safety violation has no verdict.

@@ -11,11 +11,6 @@
 //! retention (`[receivers]`, drawn near the retry horizon the loader
 //! derives) are drawn too; the retryable faults come almost only with
 //! `[retries]`, which they need, so that few cases are rejected for that.
-//! Two combinations are left out until the gate is fixed (issue 25 §4,
-//! both found by this generator): `[retries]` with `[leases]` (a worker
-//! that re-claims its own row after a retry is flagged as two live leases,
-//! I8), and a retention without `[retries]` (the horizon then counts one
-//! attempt, but lost replies are re-sent without bound: I2).
 //!
 //! One constraint keeps true alarms out: with power loss through a disk
 //! model that can lose writes, both databases run `synchronous` FULL or
@@ -508,12 +503,6 @@ pub fn case() -> impl Strategy<Value = Case> {
                 }
             }
             let ((retries, receiver, net), retention) = hazards;
-            // Left out for now (module docs): timers with leases, retention without timers.
-            let (retries, receiver, retention) = match (draft.contains_key("leases"), retries.is_empty()) {
-                (true, _) => (Vec::new(), Vec::new(), Edge::Absent),
-                (false, true) => (retries, receiver, Edge::Absent),
-                (false, false) => (retries, receiver, retention),
-            };
             if !retries.is_empty() {
                 draft.insert("retries", retries);
             }
