@@ -24,6 +24,26 @@ class BugCase(AdapterCase):
         adapter.ok("open", role=role)
         return adapter
 
+    def killed_before_commit(self, args):
+        """The dump after a writer inserted an event and its command and was
+        killed before its commit (writer.before_commit)."""
+        self.setup_example(*args)
+        writer = self.opened("store", *args)
+        writer.ok("begin")
+        writer.ok(
+            "insert_event", workflow_id="w", expected_seq=0, kind="e", payload="{}"
+        )
+        writer.ok(
+            "insert_command",
+            workflow_id="w",
+            event_seq=1,
+            index=0,
+            kind="lock_budget",
+            payload="{}",
+        )
+        writer.kill()
+        return self.dump(*args)
+
     def both(self, observe, bug):
         """`observe(args)` on the clean store, then with `--bug bug`, each in
         a run directory of its own."""
@@ -96,22 +116,7 @@ class StoreBugsTest(BugCase):
 
     def test_two_transactions_leaves_an_event_without_its_commands(self):
         def observe(args):
-            self.setup_example(*args)
-            writer = self.opened("store", *args)
-            writer.ok("begin")
-            writer.ok(
-                "insert_event", workflow_id="w", expected_seq=0, kind="e", payload="{}"
-            )
-            writer.ok(
-                "insert_command",
-                workflow_id="w",
-                event_seq=1,
-                index=0,
-                kind="lock_budget",
-                payload="{}",
-            )
-            writer.kill()  # writer.before_commit
-            state = self.dump(*args)
+            state = self.killed_before_commit(args)
             return state["events"], state["outbox"]
 
         clean, bugged = self.both(observe, "two_transactions")
@@ -122,22 +127,7 @@ class StoreBugsTest(BugCase):
 
     def test_autocommit_stores_an_append_that_never_committed(self):
         def observe(args):
-            self.setup_example(*args)
-            writer = self.opened("store", *args)
-            writer.ok("begin")
-            writer.ok(
-                "insert_event", workflow_id="w", expected_seq=0, kind="e", payload="{}"
-            )
-            writer.ok(
-                "insert_command",
-                workflow_id="w",
-                event_seq=1,
-                index=0,
-                kind="lock_budget",
-                payload="{}",
-            )
-            writer.kill()  # writer.before_commit
-            state = self.dump(*args)
+            state = self.killed_before_commit(args)
             return len(state["events"]), len(state["outbox"])
 
         clean, bugged = self.both(observe, "autocommit")
