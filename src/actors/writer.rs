@@ -141,30 +141,32 @@ impl Writer {
                 .map(|head| head.workflow_id.as_str()),
         );
         candidates.sort_unstable();
+        let count = candidates.len();
+        let picked = ctx.prng.pick(&candidates).map(|id| id.to_string());
+        drop((candidates, started));
+        // The answer moves into the trace whole (judged, `check::answers`).
         ctx.record(Op::Heads {
-            candidates: candidates.len(),
+            candidates: count,
             heads: heads
-                .iter()
+                .into_iter()
                 .map(|head| HeadSeen {
-                    workflow_id: head.workflow_id.clone(),
+                    workflow_id: head.workflow_id,
                     seq: head.last_seq,
-                    kind: head.kind.clone(),
+                    kind: head.kind,
                     done: head.commands_done,
                 })
                 .collect(),
         });
         // More than the one taken: probably more to do right after it.
         // None: the wait below ends in a scan anyway.
-        self.scan = candidates.len() != 1;
-        Ok(match ctx.prng.pick(&candidates) {
+        self.scan = count != 1;
+        Ok(match picked {
             // Nothing to do: a nudge wakes the writer early, else it polls again.
             None => Next::Wait {
                 deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
             },
-            Some(id) => {
-                self.state = State::Load {
-                    workflow_id: id.to_string(),
-                };
+            Some(workflow_id) => {
+                self.state = State::Load { workflow_id };
                 Next::Continue
             }
         })

@@ -193,7 +193,8 @@ fn judge_load(known: &Known, workflow_id: &str, answer: &[Loaded]) -> Option<Vio
 fn uncommitted(known: &Known, place: &Place, answered: &str) -> Option<Violation> {
     let (workflow_id, seq, kind) = place;
     let shown = Shown(workflow_id.as_str());
-    let message = if let Some(tick) = known.unwritten.get(place) {
+    let unwritten = known.unwritten.get(place).copied();
+    let message = if let Some(tick) = unwritten {
         format!(
             "{shown}#{seq} ({kind}) is stored although the transaction that wrote it never committed: it \
              ended without a commit at tick {tick}, and {answered}"
@@ -207,8 +208,8 @@ fn uncommitted(known: &Known, place: &Place, answered: &str) -> Option<Violation
         return None;
     };
     let violation = Violation::new(Invariant::I5, message).workflow(workflow_id).seq(*seq);
-    Some(match known.unwritten.get(place) {
-        Some(tick) => violation.ticks([*tick]),
+    Some(match unwritten {
+        Some(tick) => violation.ticks([tick]),
         None => violation,
     })
 }
