@@ -26,7 +26,7 @@ fn exe() -> &'static Path {
 }
 
 fn served() -> Adapter {
-    Adapter::serve(exe(), "reference", Duration::from_secs(10)).expect("crashsim serve answers")
+    Adapter::serve(exe(), "reference", Duration::from_secs(10), true).expect("crashsim serve answers")
 }
 
 fn config(dir: &Path, journal_mode: JournalMode) -> SystemConfig {

@@ -55,7 +55,7 @@ fn example(args: &str) -> Option<String> {
 }
 
 fn adapter(command: &str, timeout: Duration) -> Arc<Adapter> {
-    Arc::new(Adapter::probe(command, timeout).expect("the adapter answers its handshake"))
+    Arc::new(Adapter::probe(command, timeout, true).expect("the adapter answers its handshake"))
 }
 
 fn options(dir: &std::path::Path, adapter: &Arc<Adapter>) -> Options {

@@ -238,7 +238,14 @@ fn check_sut_schema(record: &Value, name: &str, expected: &[&str]) {
     let p50 = sut["ping_p50_us"].as_f64().expect("the ping's p50");
     let p99 = sut["ping_p99_us"].as_f64().expect("the ping's p99");
     assert!(p50 > 0.0 && p99 >= p50, "{sut}");
-    for ratio in ["append_vs_limit", "ping_share_of_append_p50"] {
+    for field in ["connect_fork_p50_us", "connect_spawn_p50_us"] {
+        assert!(sut[field].as_f64().is_some_and(|us| us > 0.0), "{field}: {sut}");
+    }
+    for ratio in [
+        "append_vs_limit",
+        "ping_share_of_append_p50",
+        "connect_spawn_vs_fork_p50",
+    ] {
         let value = sut["ratios"][ratio].as_f64();
         assert!(
             value.is_some_and(|value| value.is_finite() && value > 0.0),
@@ -269,6 +276,8 @@ fn sut_benches_an_outside_store_next_to_the_limit_and_the_reference() {
         "sut_append_full",
         "sut_append_outbox1_full",
         "sut_ping",
+        "sut_connect_fork",
+        "sut_connect_spawn",
     ];
     check_sut_schema(&record, "reference", &expected);
     for ratio in ["append_vs_reference", "outbox1_vs_reference"] {
@@ -336,6 +345,8 @@ fn the_python_example_store_benches_too() {
             "sut_append_full",
             "sut_append_outbox1_full",
             "sut_ping",
+            "sut_connect_fork",
+            "sut_connect_spawn",
         ],
     );
     assert!(

@@ -141,7 +141,7 @@ fn a_session_whose_sqlite_skips_the_extension_is_an_error_not_a_row() {
     // what the extension counted, in case a store's processes differ.
     // (`crashsim serve` registers the VFS when it is handed the state.)
     let command = format!("env -u {} {}", crashsim::vfs::extension::ENV_STATE, serve());
-    let adapter = Adapter::probe(&command, Duration::from_secs(30)).expect("the adapter answers its handshake");
+    let adapter = Adapter::probe(&command, Duration::from_secs(30), true).expect("the adapter answers its handshake");
     assert!(!adapter.vfs().loaded());
     let config = Config {
         journal_mode: JournalMode::Wal,

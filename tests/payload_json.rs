@@ -24,7 +24,7 @@ fn a_store_that_respaces_its_json_payloads_passes() {
             "{python} -S {} --bug json_spacing --granularity {granularity}",
             script.display()
         );
-        let adapter = Arc::new(Adapter::probe(&command, Duration::from_secs(30)).expect("the adapter answers"));
+        let adapter = Arc::new(Adapter::probe(&command, Duration::from_secs(30), true).expect("the adapter answers"));
         let dir = work_dir();
         let options = Options {
             work_dir: dir.path().to_path_buf(),

@@ -46,7 +46,7 @@ fn serve() -> String {
 }
 
 fn options(dir: &Path, command: &str) -> Options {
-    let adapter = Adapter::probe(command, TIMEOUT).expect("the adapter answers its handshake");
+    let adapter = Adapter::probe(command, TIMEOUT, true).expect("the adapter answers its handshake");
     Options {
         work_dir: dir.to_path_buf(),
         keep_failed: false,
@@ -123,7 +123,7 @@ fn the_python_example_survives_power_loss_and_its_sync_bugs_do_not() {
 /// The database files of a seed run in `dir` (not its logs).
 fn files_after(command: &str, dir: &Path) -> (String, Vec<(String, Vec<u8>)>) {
     let loaded = load("tests/fixtures/power_bytes.toml");
-    let adapter = Adapter::probe(command, TIMEOUT).expect("the adapter answers its handshake");
+    let adapter = Adapter::probe(command, TIMEOUT, true).expect("the adapter answers its handshake");
     let output = Simulator::new(&loaded.scenario, &adapter, 3, dir, FaultSource::Drawn)
         .expect("the run starts")
         .run()

@@ -33,7 +33,7 @@ fn options(dir: &std::path::Path, sut: Sut) -> Options {
 fn process(loaded: &Loaded) -> Sut {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_crashsim"));
     Sut::Adapter(Arc::new(
-        Adapter::serve(exe, &loaded.scenario.store, DEFAULT_TIMEOUT).unwrap(),
+        Adapter::serve(exe, &loaded.scenario.store, DEFAULT_TIMEOUT, true).unwrap(),
     ))
 }
 

@@ -14,6 +14,7 @@
 //! bad input (exit code 2), named with what it printed, not a finding.
 
 mod client;
+pub mod fork;
 mod process;
 pub mod protocol;
 pub mod serve;
@@ -83,8 +84,9 @@ impl std::fmt::Debug for Adapter {
 pub struct AdapterError(String);
 
 impl Adapter {
-    /// Starts `command` once, reads its handshake, and kills it.
-    pub fn probe(command: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
+    /// Starts `command` once, reads its handshake, and kills it. With
+    /// `fork`, a run uses the adapter's fork server if it declares one.
+    pub fn probe(command: &str, timeout: Duration, fork: bool) -> std::result::Result<Adapter, AdapterError> {
         let probe_dir = tempfile::tempdir().map_err(|error| AdapterError(format!("a temporary folder: {error}")))?;
         let mut config = default_config(probe_dir.path());
         // Offer the VFS extension, to learn whether the adapter's SQLite
@@ -142,6 +144,7 @@ impl Adapter {
                 timeout,
                 served: identity.roles,
                 retries: identity.can(protocol::RETRIES),
+                fork: fork && identity.can(fork::CAPABILITY),
             },
             identity,
             engine: &ReferenceEngine,
@@ -153,11 +156,11 @@ impl Adapter {
     /// crashsim's own implementation `name`, served by this executable
     /// (`exe serve NAME`): what `--mode process` runs. Its engine (the
     /// application-side choices) stays in crashsim, as in-process.
-    pub fn serve(exe: &Path, name: &str, timeout: Duration) -> std::result::Result<Adapter, AdapterError> {
+    pub fn serve(exe: &Path, name: &str, timeout: Duration, fork: bool) -> std::result::Result<Adapter, AdapterError> {
         let implementation =
             crate::mutants::resolve(name).ok_or_else(|| AdapterError(format!("unknown implementation {name:?}")))?;
         let command = format!("{} serve {name}", shell_word(&exe.display().to_string()));
-        let mut adapter = Adapter::probe(&command, timeout)?;
+        let mut adapter = Adapter::probe(&command, timeout, fork)?;
         adapter.engine = implementation.engine();
         adapter.files = BTreeMap::new();
         Ok(adapter)
@@ -186,26 +189,35 @@ impl Adapter {
         self.launch.served
     }
 
+    /// Whether a run's connections are forked by the adapter's fork server.
+    pub fn forks(&self) -> bool {
+        self.launch.fork
+    }
+
     /// One store connection for measurements (`crashsim bench --sut`): the
     /// schemas set up in `config`'s files, then a process of its own. The
     /// session's processes end when it is dropped.
-    pub fn bench_session(&self, config: &SystemConfig) -> Result<BenchSession> {
+    /// Without `fork`, its processes are started even if the adapter has a
+    /// fork server.
+    pub fn bench_session(&self, config: &SystemConfig, fork: bool) -> Result<BenchSession> {
         if self.launch.served.store.is_none() {
             return Err(crate::store::StoreError::Invalid(format!(
                 "the adapter `{}` serves no store: there is no append path to measure",
                 self.launch.command
             )));
         }
-        let mut system = AdapterSystem::create(self.launch.clone(), config)?;
+        let mut launch = self.launch.clone();
+        launch.fork &= fork;
+        let mut system = AdapterSystem::create(launch, config)?;
         let store = system.open_bench()?;
-        Ok(BenchSession { store, _system: system })
+        Ok(BenchSession { store, system })
     }
 }
 
 /// A store connection of an outside store, for `crashsim bench`.
 pub struct BenchSession {
     store: AdapterStore,
-    _system: AdapterSystem,
+    system: AdapterSystem,
 }
 
 impl BenchSession {
@@ -217,6 +229,14 @@ impl BenchSession {
     /// One request that does nothing (`ping`).
     pub fn ping(&mut self) -> Result<()> {
         self.store.ping()
+    }
+
+    /// A new store connection (process) to its `open` answer, killed
+    /// and reaped before this returns.
+    pub fn reconnect(&mut self) -> Result<()> {
+        let store = self.system.open_bench()?;
+        drop(store);
+        Ok(())
     }
 }
 

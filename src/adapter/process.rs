@@ -16,15 +16,17 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::fork::Ended;
+use super::fork::client::ForkServer;
 use super::protocol::{self, Answer, ErrorKind};
 use crate::interrupt::{self, GroupGuard};
 use crate::store::StoreError;
@@ -92,12 +94,22 @@ impl CallError {
     }
 }
 
+/// Where a process came from, which says how it is reaped.
+enum Origin {
+    /// Started by crashsim (`/bin/sh -c`): crashsim's child.
+    Spawned,
+    /// Forked by the seed's fork server: the server's child, reaped by it.
+    Forked(Rc<RefCell<ForkServer>>),
+}
+
 /// A live adapter process.
 pub struct AdapterProcess {
     command: String,
     label: String,
-    child: Child,
-    stdin: ChildStdin,
+    origin: Origin,
+    /// Its pid, which is also its process group's id.
+    pid: i32,
+    stdin: File,
     stdout: Lines,
     next_id: u64,
     timeout: Duration,
@@ -133,17 +145,71 @@ impl AdapterProcess {
             let _ = child.wait();
             return Err(CallError::Broken(format!("the adapter `{command}` has no pipes")));
         };
-        let group = interrupt::guard_group(child.id() as i32);
+        let pid = child.id() as i32;
+        let (stdin, stdout) = (File::from(OwnedFd::from(stdin)), File::from(OwnedFd::from(stdout)));
+        Ok(AdapterProcess::new(
+            command,
+            label,
+            Origin::Spawned,
+            pid,
+            (stdin, stdout),
+            &stderr_path,
+            timeout,
+            log,
+        ))
+    }
+
+    /// Asks the seed's fork server for process `label`, which then behaves
+    /// as one `spawn` started: its stderr goes to a file of that name in the
+    /// log's folder.
+    pub fn fork(
+        server: &Rc<RefCell<ForkServer>>,
+        command: &str,
+        label: &str,
+        timeout: Duration,
+        log: &SharedLog,
+    ) -> Result<AdapterProcess, CallError> {
+        let stderr_path = log.borrow().dir.join(format!("{label}.stderr"));
+        let stderr = File::create(&stderr_path)
+            .map_err(|error| CallError::Broken(format!("creating {}: {error}", stderr_path.display())))?;
+        let forked = server.borrow_mut().fork(label, stderr)?;
+        let origin = Origin::Forked(Rc::clone(server));
+        let pipes = (forked.requests, forked.answers);
+        Ok(AdapterProcess::new(
+            command,
+            label,
+            origin,
+            forked.pid,
+            pipes,
+            &stderr_path,
+            timeout,
+            log,
+        ))
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "the one place both origins meet")]
+    fn new(
+        command: &str,
+        label: &str,
+        origin: Origin,
+        pid: i32,
+        (stdin, stdout): (File, File),
+        stderr_path: &Path,
+        timeout: Duration,
+        log: &SharedLog,
+    ) -> AdapterProcess {
+        let group = interrupt::guard_group(pid);
         log.borrow_mut().processes.push(ProcessRecord {
             label: label.to_string(),
-            pid: child.id(),
+            pid: pid as u32,
             end: None,
             stderr: stderr_path.display().to_string(),
         });
-        Ok(AdapterProcess {
+        AdapterProcess {
             command: command.to_string(),
             label: label.to_string(),
-            child,
+            origin,
+            pid,
             stdin,
             stdout: Lines::new(stdout),
             next_id: 0,
@@ -151,7 +217,7 @@ impl AdapterProcess {
             log: Rc::clone(log),
             gone: false,
             group: Some(group),
-        })
+        }
     }
 
     pub fn label(&self) -> &str {
@@ -251,7 +317,7 @@ impl AdapterProcess {
     /// Why the process is gone, once it is: its exit status or signal.
     fn died(&mut self, op: &str) -> String {
         let status = self.end_group();
-        let status = status.map_or_else(|| "status unknown".to_string(), describe_status);
+        let status = status.map_or_else(|| "status unknown".to_string(), Ended::describe);
         self.set_end(&status);
         format!(
             "{}: the store process exited unasked during `{op}` ({status})",
@@ -261,28 +327,36 @@ impl AdapterProcess {
 
     /// Kills whatever is left of the process group and reaps all of it: when
     /// this returns, no process of the group holds a file or a lock (a shell
-    /// between crashsim and the adapter included). The leader's wait status.
-    fn end_group(&mut self) -> Option<libc::c_int> {
+    /// between crashsim and the adapter included). How the leader ended.
+    fn end_group(&mut self) -> Option<Ended> {
         if self.gone {
             return None;
         }
         self.gone = true;
-        let group = self.child.id() as libc::pid_t;
-        // SAFETY: killpg only sends a signal; the group is the child's own
-        // (`process_group(0)`), so nothing else is hit.
+        let group = self.pid as libc::pid_t;
+        // SAFETY: killpg only sends a signal; the group is the process's own
+        // (`process_group(0)`, or `setpgid` on both sides of a fork), and its
+        // id stays reserved until the leader is reaped below.
         unsafe {
             libc::killpg(group, libc::SIGKILL);
         }
         // Killed: a second signal has nothing left to do here, and must not
         // signal the group's id once the leader is reaped and it is free.
         self.group = None;
+        if let Origin::Forked(server) = &self.origin
+            && let Some(ended) = server.borrow_mut().reap(group)
+        {
+            return Some(ended);
+        }
+        // Started by crashsim, or orphaned by a fork server that is gone
+        // (crashsim, the subreaper, inherits the group): reap it here.
         let mut leader = None;
         loop {
             let mut status: libc::c_int = 0;
             // SAFETY: waits for a child in the group; `status` is valid.
             let pid = unsafe { libc::waitpid(-group, &mut status, 0) };
             if pid == group {
-                leader = Some(status);
+                leader = Ended::from_status(status);
             } else if pid < 0 {
                 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                     continue;
@@ -319,21 +393,10 @@ impl Drop for AdapterProcess {
     }
 }
 
-/// A wait status in words.
-fn describe_status(status: libc::c_int) -> String {
-    if libc::WIFEXITED(status) {
-        format!("exit code {}", libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        format!("killed by signal {}", libc::WTERMSIG(status))
-    } else {
-        format!("wait status {status}")
-    }
-}
-
 /// Makes this process the reaper of its orphaned descendants (Linux), so
 /// that a process an adapter's shell started can be waited for too, and no
 /// lock outlives a kill.
-fn become_subreaper() {
+pub(super) fn become_subreaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         #[cfg(target_os = "linux")]
@@ -361,15 +424,19 @@ enum ReadError {
 
 /// Lines from a child's stdout, with a time limit on each.
 struct Lines {
-    stdout: ChildStdout,
+    stdout: File,
     buffer: Vec<u8>,
+    /// Where a read lands: allocated (and zeroed) once per process, not
+    /// once per answer.
+    chunk: Box<[u8]>,
 }
 
 impl Lines {
-    fn new(stdout: ChildStdout) -> Lines {
+    fn new(stdout: File) -> Lines {
         Lines {
             stdout,
             buffer: Vec::new(),
+            chunk: vec![0u8; 64 * 1024].into_boxed_slice(),
         }
     }
 
@@ -379,48 +446,29 @@ impl Lines {
             reason = "a wall-clock limit on an adapter's answer; it never steers a run whose store answers"
         )]
         let started = std::time::Instant::now();
+        // Bytes already searched for the end of the line.
+        let mut searched = 0;
         loop {
-            if let Some(end) = self.buffer.iter().position(|byte| *byte == b'\n') {
-                let line: Vec<u8> = self.buffer.drain(..=end).collect();
-                return Ok(String::from_utf8_lossy(&line).into_owned());
+            if let Some(end) = self.buffer[searched..].iter().position(|byte| *byte == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=searched + end).collect();
+                return Ok(match String::from_utf8(line) {
+                    Ok(line) => line,
+                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                });
             }
+            searched = self.buffer.len();
             let left = timeout.saturating_sub(started.elapsed());
             if left.is_zero() {
                 return Err(ReadError::Timeout);
             }
-            if !readable(&self.stdout, left).map_err(ReadError::Io)? {
+            if !super::fork::readable(self.stdout.as_raw_fd(), left).map_err(ReadError::Io)? {
                 return Err(ReadError::Timeout);
             }
-            let mut chunk = [0u8; 64 * 1024];
-            match self.stdout.read(&mut chunk) {
+            match self.stdout.read(&mut self.chunk) {
                 Ok(0) => return Err(ReadError::Eof),
-                Ok(read) => self.buffer.extend_from_slice(&chunk[..read]),
+                Ok(read) => self.buffer.extend_from_slice(&self.chunk[..read]),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(ReadError::Io(error)),
-            }
-        }
-    }
-}
-
-/// Waits until `stdout` has something to read (or is closed), at most `left`.
-fn readable(stdout: &ChildStdout, left: Duration) -> std::io::Result<bool> {
-    let mut poll = libc::pollfd {
-        fd: stdout.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let millis = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-    loop {
-        // SAFETY: one valid pollfd, for the duration of the call.
-        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
-        match ready {
-            0 => return Ok(false),
-            n if n > 0 => return Ok(true),
-            _ => {
-                let error = std::io::Error::last_os_error();
-                if error.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(error);
-                }
             }
         }
     }
@@ -444,7 +492,7 @@ mod tests {
         }));
         let mut process = AdapterProcess::spawn("sleep 1000", "p0", Duration::from_secs(60), &log)
             .unwrap_or_else(|_| panic!("sleep starts"));
-        let group = process.child.id() as i32;
+        let group = process.pid;
         assert!(interrupt::guarded_groups().contains(&group));
         process.kill();
         assert!(!interrupt::guarded_groups().contains(&group));

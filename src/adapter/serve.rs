@@ -39,8 +39,15 @@ pub fn main(name: &str) -> u8 {
         eprintln!("crashsim serve: {name} shares state between connections and cannot be served one per process");
         return 2;
     }
+    // Asked to be a fork server: this returns in each child (and in the
+    // server once crashsim is done with it).
+    match super::fork::server::become_child() {
+        super::fork::server::Role::ServerDone(code) => return code,
+        super::fork::server::Role::Plain | super::fork::server::Role::Child => {}
+    }
     // A run with power loss: this process's SQLite goes through the crash
-    // VFS, as an outside store's does once it loads the extension.
+    // VFS, as an outside store's does once it loads the extension (in each
+    // process: the extension counts its loads).
     if let Some(dir) = std::env::var_os(crate::vfs::extension::ENV_STATE) {
         let registered = crashsim_vfs::extension::register_logging(
             crate::vfs::shim::api(),
@@ -143,6 +150,7 @@ impl Server<'_> {
                     capabilities: [
                         (self.implementation.leases(), protocol::LEASES),
                         (self.implementation.retries(), protocol::RETRIES),
+                        (true, super::fork::CAPABILITY),
                     ]
                     .into_iter()
                     .filter(|(has, _)| *has)

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{AdapterReceiver, AdapterStore, Connection};
+use super::fork::client::ForkServer;
 use super::process::{AdapterProcess, CallError, RunLog, SharedLog, log_dir};
 use super::protocol::{self, Database, Hello, Identity, Purpose, Served};
 use crate::store::receiver::ReferenceReceiver;
@@ -26,6 +27,9 @@ pub struct Launch {
     pub served: Served,
     /// Whether the adapter declared `retries` (its receiver purges).
     pub retries: bool,
+    /// Whether connections are forked by a fork server (the adapter
+    /// declared `fork`, and the command line did not turn it off).
+    pub fork: bool,
 }
 
 pub struct AdapterSystem {
@@ -34,6 +38,8 @@ pub struct AdapterSystem {
     log: SharedLog,
     /// Processes started, for unique labels of the run's own processes.
     started: u64,
+    /// The run's fork server, once the first process is asked for.
+    server: Option<Rc<RefCell<ForkServer>>>,
 }
 
 /// Sends `process` its hello and checks the answer (the protocol version):
@@ -98,6 +104,7 @@ impl AdapterSystem {
             config: config.clone(),
             log,
             started: 0,
+            server: None,
         };
         if system.launch.served.store.is_none() {
             ReferenceStore::create_schema_for(config)?;
@@ -122,8 +129,20 @@ impl AdapterSystem {
             Purpose::Actor => format!("{actor}.{incarnation}"),
             _ => format!("{actor}.{}", self.started),
         };
-        let mut process = AdapterProcess::spawn(&self.launch.command, &label, self.launch.timeout, &self.log)
-            .map_err(CallError::into_store_error)?;
+        let (command, timeout) = (&self.launch.command, self.launch.timeout);
+        let process = if self.launch.fork {
+            let server = match &self.server {
+                Some(server) => Rc::clone(server),
+                None => {
+                    let server = ForkServer::start(command, timeout, &self.log).map_err(CallError::into_store_error)?;
+                    Rc::clone(self.server.insert(Rc::new(RefCell::new(server))))
+                }
+            };
+            AdapterProcess::fork(&server, command, &label, timeout, &self.log)
+        } else {
+            AdapterProcess::spawn(command, &label, timeout, &self.log)
+        };
+        let mut process = process.map_err(CallError::into_store_error)?;
         let who = Who { actor, incarnation };
         let identity = shake_hands(&mut process, &self.config, purpose, &who, &self.launch.command)
             .map_err(CallError::into_store_error)?;

@@ -41,6 +41,10 @@ pub enum Kind {
     SutAppend { commands: usize },
     /// The outside store's no-op request (`ping`): the protocol's own cost per call.
     SutPing,
+    /// A new store connection of the outside store (a process: started, or
+    /// forked by its fork server with `fork`) to its `open` answer, then
+    /// killed: what every actor's restart costs a run.
+    SutConnect { fork: bool },
 }
 
 impl Kind {
@@ -55,7 +59,7 @@ impl Kind {
 
     /// Whether this measures the outside store (`--sut`) rather than crashsim's own code.
     pub fn is_sut(self) -> bool {
-        matches!(self, Kind::SutAppend { .. } | Kind::SutPing)
+        matches!(self, Kind::SutAppend { .. } | Kind::SutPing | Kind::SutConnect { .. })
     }
 
     /// Whether its syncs are counted: not for an outside process, which the
@@ -190,6 +194,16 @@ pub fn sut() -> Vec<Config> {
             Kind::SutPing,
             "the outside store's no-op request (`ping`): the protocol's own cost per call",
         ),
+        config(
+            "sut_connect_fork",
+            Kind::SutConnect { fork: true },
+            "a new connection of the outside store, forked by its fork server (started if it has none), to `open`",
+        ),
+        config(
+            "sut_connect_spawn",
+            Kind::SutConnect { fork: false },
+            "a new connection of the outside store, a process started from its command, to `open`",
+        ),
     ]
 }
 
@@ -321,6 +335,8 @@ mod tests {
                 "sut_append_full",
                 "sut_append_outbox1_full",
                 "sut_ping",
+                "sut_connect_fork",
+                "sut_connect_spawn",
             ]
         );
         assert!(select(&[], false).unwrap().iter().all(|config| !config.kind.is_sut()));

@@ -64,10 +64,15 @@ impl Session {
     /// Sets up the adapter's schemas in `dir`, starts its store process,
     /// and brings the WAL to steady state. `Err` is the cause, with the
     /// adapter's stderr.
-    pub fn start(adapter: &Adapter, dir: &Path) -> Result<Session, String> {
+    pub fn start(adapter: &Adapter, dir: &Path, fork: bool) -> Result<Session, String> {
         let config = system_config(dir);
-        let session = adapter.bench_session(&config).map_err(|error| cause(dir, &error))?;
-        let note = steady_state(&config.store_path).err();
+        let session = adapter
+            .bench_session(&config, fork)
+            .map_err(|error| cause(dir, &error))?;
+        let mut note = steady_state(&config.store_path).err();
+        if fork && !adapter.forks() {
+            note.get_or_insert_with(|| "the adapter declares no fork server: connections are started".to_string());
+        }
         Ok(Session {
             session,
             dir: dir.to_path_buf(),
@@ -115,6 +120,19 @@ pub fn ping(session: &mut Session, budget: Budget) -> Result<Sample, String> {
             session.session.ping()?;
         }
         timed_loop(budget.sample, || session.session.ping().map(|()| 1))
+    };
+    run(session).map_err(|error| cause(&session.dir, &error))
+}
+
+/// Opens and kills connections until the budget is spent: a process per
+/// connection, from start (or fork) to its `open` answer, then its kill and
+/// reaping, as an actor's restart in a run.
+pub fn connect(session: &mut Session, budget: Budget) -> Result<Sample, String> {
+    let run = |session: &mut Session| -> Result<Sample, StoreError> {
+        for _ in 0..budget.warmup_ops {
+            session.session.reconnect()?;
+        }
+        timed_loop(budget.sample, || session.session.reconnect().map(|()| 1))
     };
     run(session).map_err(|error| cause(&session.dir, &error))
 }

@@ -10,7 +10,10 @@
 //!   outbox command);
 //! - the ping: its p50 and p99 latency, and its p50 as a share of an
 //!   append's p50: the part of every append that is the protocol's own
-//!   cost (process switch, JSON, pipe), whatever the store does.
+//!   cost (process switch, JSON, pipe), whatever the store does;
+//! - a connection's start-up (to its `open` answer), forked by the fork
+//!   server and started from the command: p50 and p99 of each, and how
+//!   many times faster the fork is (what every actor restart of a run pays).
 
 use std::fmt::Write;
 
@@ -64,6 +67,10 @@ pub struct SutRatios {
     pub outbox1_vs_reference: Option<f64>,
     /// `sut_ping` p50 ÷ `sut_append_full` p50: the protocol's share of an append.
     pub ping_share_of_append_p50: Option<f64>,
+    /// `sut_connect_spawn` p50 ÷ `sut_connect_fork` p50: how many times
+    /// faster a forked connection starts.
+    #[serde(default)]
+    pub connect_spawn_vs_fork_p50: Option<f64>,
 }
 
 /// The record's `sut` object.
@@ -76,6 +83,16 @@ pub struct SutRecord {
     /// The no-op request's latency: the protocol's own cost per call, µs.
     pub ping_p50_us: Option<f64>,
     pub ping_p99_us: Option<f64>,
+    /// A new connection to its `open` answer, forked (`sut_connect_fork`), µs.
+    #[serde(default)]
+    pub connect_fork_p50_us: Option<f64>,
+    #[serde(default)]
+    pub connect_fork_p99_us: Option<f64>,
+    /// The same, a process started from the command (`sut_connect_spawn`), µs.
+    #[serde(default)]
+    pub connect_spawn_p50_us: Option<f64>,
+    #[serde(default)]
+    pub connect_spawn_p99_us: Option<f64>,
     pub ratios: SutRatios,
 }
 
@@ -91,6 +108,11 @@ impl SutRecord {
             (Some(ping), Some(append)) if append.p50_us > 0.0 => Some(ping.p50_us / append.p50_us),
             _ => None,
         };
+        let (fork, spawn) = (find("sut_connect_fork"), find("sut_connect_spawn"));
+        let connect_ratio = match (fork, spawn) {
+            (Some(fork), Some(spawn)) if fork.p50_us > 0.0 => Some(spawn.p50_us / fork.p50_us),
+            _ => None,
+        };
         SutRecord {
             identity,
             configs: configs
@@ -100,12 +122,17 @@ impl SutRecord {
                 .collect(),
             ping_p50_us: ping.map(|ping| ping.p50_us),
             ping_p99_us: ping.map(|ping| ping.p99_us),
+            connect_fork_p50_us: fork.map(|fork| fork.p50_us),
+            connect_fork_p99_us: fork.map(|fork| fork.p99_us),
+            connect_spawn_p50_us: spawn.map(|spawn| spawn.p50_us),
+            connect_spawn_p99_us: spawn.map(|spawn| spawn.p99_us),
             ratios: SutRatios {
                 append_vs_limit: rate_ratio("sut_append_full", LIMIT),
                 append_vs_fdatasync_limit: rate_ratio("sut_append_full", FDATASYNC_LIMIT),
                 append_vs_reference: rate_ratio("sut_append_full", "append_full"),
                 outbox1_vs_reference: rate_ratio("sut_append_outbox1_full", "append_outbox1_full"),
                 ping_share_of_append_p50: ping_share,
+                connect_spawn_vs_fork_p50: connect_ratio,
             },
         }
     }
@@ -144,6 +171,26 @@ impl SutRecord {
             }
             lines.push(line);
         }
+        let connect = |p50: Option<f64>, p99: Option<f64>| {
+            p50.zip(p99)
+                .map(|(p50, p99)| format!("p50 {} µs, p99 {} µs", short(p50), short(p99)))
+        };
+        let forked = connect(self.connect_fork_p50_us, self.connect_fork_p99_us);
+        let started = connect(self.connect_spawn_p50_us, self.connect_spawn_p99_us);
+        if forked.is_some() || started.is_some() {
+            let mut line = "a connection's start-up (to its `open` answer):".to_string();
+            if let Some(forked) = forked {
+                let _ = write!(line, " forked {forked};");
+            }
+            if let Some(started) = started {
+                let _ = write!(line, " started {started};");
+            }
+            if let Some(ratio) = ratios.connect_spawn_vs_fork_p50 {
+                let _ = write!(line, " the fork is {ratio:.1}× faster at p50;");
+            }
+            line.pop();
+            lines.push(line);
+        }
         lines
     }
 }
@@ -170,7 +217,22 @@ mod tests {
         let record = record_with_sut();
         let sut = record.sut.as_ref().expect("a sut record");
         let rate = |name: &str| record.config(name).unwrap().appends_per_s;
-        assert_eq!(sut.configs, ["sut_append_full", "sut_append_outbox1_full", "sut_ping"]);
+        assert_eq!(
+            sut.configs,
+            [
+                "sut_append_full",
+                "sut_append_outbox1_full",
+                "sut_ping",
+                "sut_connect_fork",
+                "sut_connect_spawn"
+            ]
+        );
+        let (fork, spawn) = (
+            record.config("sut_connect_fork").unwrap(),
+            record.config("sut_connect_spawn").unwrap(),
+        );
+        assert_eq!(sut.connect_fork_p99_us, Some(fork.p99_us));
+        assert_eq!(sut.ratios.connect_spawn_vs_fork_p50, Some(spawn.p50_us / fork.p50_us));
         assert_eq!(sut.ratios.append_vs_limit, Some(rate("sut_append_full") / rate(LIMIT)));
         assert_eq!(
             sut.ratios.append_vs_reference,

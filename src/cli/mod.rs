@@ -123,6 +123,19 @@ pub struct SutArgs {
     /// longer is a finding (A1) in a run, an error in a bench.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub sut_timeout: f64,
+    /// Whether an adapter that declares the `fork` capability is started
+    /// once per seed as a fork server (`auto`), or once per connection
+    /// (`off`). Traces are the same either way; `off` is slower.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ForkArg::Auto)]
+    pub sut_fork: ForkArg,
+}
+
+/// `--sut-fork`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ForkArg {
+    #[default]
+    Auto,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use super::{ModeArg, SutArgs};
+use super::{ForkArg, ModeArg, SutArgs};
 use crate::adapter::Adapter;
 use crate::runner::Sut;
 use crate::scenario::Loaded;
@@ -41,7 +41,7 @@ impl Choice {
         if mode == ModeArg::Process {
             bail!("--sut already runs every connection as a process: drop --mode process");
         }
-        let adapter = Adapter::probe(command, timeout)?;
+        let adapter = Adapter::probe(command, timeout, sut.sut_fork == ForkArg::Auto)?;
         Ok(Choice::Outside(Arc::new(adapter)))
     }
 
@@ -56,7 +56,8 @@ impl Choice {
                     bail!("--mode process cannot run group_commit: its writers share one in-process committer");
                 }
                 let exe = std::env::current_exe().context("finding crashsim's own executable")?;
-                Sut::Adapter(Arc::new(Adapter::serve(&exe, store, timeout(sut)?)?))
+                let fork = sut.sut_fork == ForkArg::Auto;
+                Sut::Adapter(Arc::new(Adapter::serve(&exe, store, timeout(sut)?, fork)?))
             }
         })
     }

@@ -51,7 +51,7 @@ pub(super) fn append(
     system.seed = seed;
     system.vfs_state = vfs.shared_dir();
     let failed = |error: &dyn std::fmt::Display| Halt::Failed(cause(dir, &error.to_string()));
-    let mut session = adapter.bench_session(&system).map_err(|error| failed(&error))?;
+    let mut session = adapter.bench_session(&system, true).map_err(|error| failed(&error))?;
     if vfs.control().loads.load(Ordering::Acquire) == 0 {
         return Err(Halt::Unfit(not_loaded(adapter, dir)));
     }

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from . import vfs
+from . import forkserver, vfs
 from .errors import Invalid, Unsupported, error_kind
 from .settings import (
     DEDUP,
@@ -556,8 +556,14 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     capabilities = _capabilities(classes)
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or "adapter"))[0]
+    capabilities.append(forkserver.CAPABILITY)
+    # Started as a fork server: this returns in each forked child, which
+    # then serves one connection as a process started on its own would.
+    if forkserver.requested():
+        forkserver.run()
     # Before the store opens any database: its connections then go through
-    # crashsim's VFS (runs with power loss).
+    # crashsim's VFS (runs with power loss). In each process (a forked child
+    # too): the extension counts its loads.
     vfs.load_from_environment()
     reader, writer = _take_channel()
     _Server(classes, roles, name, str(version), capabilities).run(reader, writer)

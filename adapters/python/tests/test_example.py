@@ -63,7 +63,7 @@ class HandshakeTest(ExampleCase):
                 "name": "example_store",
                 "version": "1.0",
                 "roles": {"store": "step", "receiver": "step"},
-                "capabilities": ["leases", "retries"],
+                "capabilities": ["leases", "retries", "fork"],
             },
         )
         call = self.spawn("--granularity", "call")

@@ -15,9 +15,9 @@ from tests.driver import TOY, AdapterCase, append_two
 class SdkLeasesTest(AdapterCase):
     def test_the_capability_is_declared_only_with_the_lease_methods(self):
         self.assertEqual(
-            self.spawn("leases", script=TOY).hello["capabilities"], ["leases"]
+            self.spawn("leases", script=TOY).hello["capabilities"], ["leases", "fork"]
         )
-        self.assertNotIn("capabilities", self.spawn("step", script=TOY).hello)
+        self.assertEqual(self.spawn("step", script=TOY).hello["capabilities"], ["fork"])
 
     def test_claim_and_mark_done_leased_are_dispatched_with_the_tick(self):
         toy = self.spawn("leases", script=TOY)
@@ -101,7 +101,9 @@ class ExampleLeasesTest(AdapterCase):
             return {name for (name,) in names}
 
     def test_the_example_declares_leases(self):
-        self.assertEqual(self.spawn().hello["capabilities"], ["leases", "retries"])
+        self.assertEqual(
+            self.spawn().hello["capabilities"], ["leases", "retries", "fork"]
+        )
 
     def test_lease_columns_only_in_runs_with_leases(self):
         self.setup_example()

@@ -18,6 +18,7 @@ class HandshakeTest(AdapterCase):
                 "name": "toy",
                 "version": "3",
                 "roles": {"store": "step", "receiver": "step"},
+                "capabilities": ["fork"],
             },
         )
 

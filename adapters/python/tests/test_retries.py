@@ -18,9 +18,9 @@ POLICY = {"max_attempts": 3, "backoff_base_ticks": 10, "backoff_cap_ticks": 25}
 class SdkRetriesTest(AdapterCase):
     def test_the_capability_is_declared_only_with_the_timer_methods(self):
         self.assertEqual(
-            self.spawn("retries", script=TOY).hello["capabilities"], ["retries"]
+            self.spawn("retries", script=TOY).hello["capabilities"], ["retries", "fork"]
         )
-        self.assertNotIn("capabilities", self.spawn("step", script=TOY).hello)
+        self.assertEqual(self.spawn("step", script=TOY).hello["capabilities"], ["fork"])
 
     def test_schedule_retry_and_timers_are_dispatched_with_the_tick(self):
         toy = self.spawn("retries", script=TOY)
@@ -84,7 +84,7 @@ class SdkRetriesTest(AdapterCase):
 
     def test_the_hello_says_whether_the_run_has_timers_and_a_retention(self):
         toy = self.spawn("retries", script=TOY, retries=True, dedup_retention=True)
-        self.assertEqual(toy.hello["capabilities"], ["retries"])
+        self.assertEqual(toy.hello["capabilities"], ["retries", "fork"])
 
 
 class ExampleRetriesTest(AdapterCase):
@@ -114,7 +114,9 @@ class ExampleRetriesTest(AdapterCase):
             return {name for (name,) in names}
 
     def test_the_example_declares_retries(self):
-        self.assertEqual(self.spawn().hello["capabilities"], ["leases", "retries"])
+        self.assertEqual(
+            self.spawn().hello["capabilities"], ["leases", "retries", "fork"]
+        )
 
     def test_columns_only_in_runs_that_ask(self):
         self.setup_example()
