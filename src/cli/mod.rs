@@ -116,7 +116,8 @@ pub struct ServeArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct SutArgs {
     /// An outside store: a shell command that speaks the adapter protocol
-    /// (docs/adapter-protocol.md), started once per connection.
+    /// (docs/adapter-protocol.md), started once per connection (or once per
+    /// seed, as a fork server, if it declares `fork`).
     #[arg(long, value_name = "CMD")]
     pub sut: Option<String>,
     /// Seconds an adapter may take to answer one request (wall clock);

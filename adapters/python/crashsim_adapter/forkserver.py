@@ -9,8 +9,10 @@ store's code does not change: `serve()` runs this instead of its loop.
 
 The rules this keeps (and a hand-written server must keep):
 
-- the server opens no database, loads no VFS and starts no thread: a fork
-  copies only the calling thread, and a child must not inherit a lock;
+- the server opens no database, registers no VFS and starts no thread: a
+  fork copies only the calling thread, and a child must not inherit a lock
+  (it may map the VFS extension's library, as long as the extension's
+  entry point runs in each child);
 - a child sets its own process group (the server sets it too, so it exists
   before crashsim learns the pid), dies with the server, takes the three
   descriptors it was handed as stdin, stdout and stderr, and from there on
@@ -28,6 +30,8 @@ import signal
 import socket
 import sys
 import threading
+
+from . import vfs
 
 ENV_FORK_SERVER = "CRASHSIM_FORK_SERVER"
 CAPABILITY = "fork"
@@ -89,6 +93,9 @@ def run():
     channel = socket.socket(fileno=os.dup(0))
     prctl = _prctl()
     children = set()
+    # The extension's library mapped once here; each child only registers
+    # its VFS (the entry point runs in the child, never in the server).
+    vfs.preload_from_environment()
     # What the server built stays out of the collector's sight, so a child's
     # collections never touch (and copy) the pages it shares with the server.
     gc.collect()

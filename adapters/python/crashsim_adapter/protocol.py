@@ -478,7 +478,7 @@ class _Server:
 
     def run(self, reader, writer):
         global _tick
-        loads, hook, encode = json.loads, _Message, _ENCODER.encode
+        decode, encode = _DECODER.decode, _ENCODER.encode
         ops, known = self.ops, self.known
         for line in reader:
             if not line.strip():
@@ -486,7 +486,7 @@ class _Server:
             ident = op = None
             try:
                 try:
-                    request = loads(line, object_pairs_hook=hook)
+                    request = decode(line.decode())
                     ident, op = request.get("id"), request.get("op")
                 except (ValueError, AttributeError):
                     raise Invalid(
@@ -515,6 +515,8 @@ class _Server:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# One decoder for every request (`json.loads` with a hook builds one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_Message)
 
 
 def _take_channel():
@@ -557,6 +559,7 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or "adapter"))[0]
     capabilities.append(forkserver.CAPABILITY)
+    server = _Server(classes, roles, name, str(version), capabilities)
     # Started as a fork server: this returns in each forked child, which
     # then serves one connection as a process started on its own would.
     if forkserver.requested():
@@ -566,4 +569,4 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     # too): the extension counts its loads.
     vfs.load_from_environment()
     reader, writer = _take_channel()
-    _Server(classes, roles, name, str(version), capabilities).run(reader, writer)
+    server.run(reader, writer)

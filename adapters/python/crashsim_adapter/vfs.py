@@ -46,15 +46,49 @@ def _library_path():
     return getattr(_sqlite3, "__file__", None)
 
 
+# The SQLite library's handle, once looked up (a fork server's children
+# inherit it).
+_library = None
+
+
+def _sqlite_library():
+    global _library
+    if _library is None:
+        import ctypes  # noqa: PLC0415 (paid only when crashsim hands one over)
+
+        library_path = _library_path()
+        if library_path is None:
+            raise OSError("no shared SQLite library is mapped for the sqlite3 module")
+        _library = ctypes.CDLL(library_path)
+        _library.path = library_path
+    return _library
+
+
+def preload_from_environment():
+    """For a fork server: maps the SQLite library and the extension crashsim
+    named (`dlopen`, a few milliseconds of relocations) without calling the
+    extension's entry point, so each forked child's `load` finds both mapped
+    and only registers the VFS, in its own process. Quiet on failure: the
+    child's `load` reports it."""
+    path = os.environ.get(ENV_EXTENSION)
+    if not path:
+        return
+    try:
+        import ctypes  # noqa: PLC0415
+
+        _sqlite_library()
+        ctypes.CDLL(path)
+    except (OSError, AttributeError):
+        pass
+
+
 def load(path):
     """Loads the extension at `path` into the `sqlite3` module's SQLite.
     Raises OSError with the cause if it cannot."""
     import ctypes  # noqa: PLC0415 (paid only when crashsim hands one over)
 
-    library_path = _library_path()
-    if library_path is None:
-        raise OSError("no shared SQLite library is mapped for the sqlite3 module")
-    library = ctypes.CDLL(library_path)
+    library = _sqlite_library()
+    library_path = library.path
     if not hasattr(library, "sqlite3_load_extension"):
         raise OSError(f"{library_path} has no sqlite3_load_extension")
     db = ctypes.c_void_p()
