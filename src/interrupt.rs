@@ -217,6 +217,20 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Makes this process the reaper of its orphaned descendants (Linux), so
+/// that a process an adapter's shell started (or a fork server's child whose
+/// server is gone) can be waited for too, and no lock outlives a kill.
+pub fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: sets a flag of this process; no memory is passed.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::fork::Ended;
 use super::fork::client::ForkServer;
+use super::fork::{Ended, ForkError};
 use super::protocol::{self, Answer, ErrorKind};
 use crate::interrupt::{self, GroupGuard};
 use crate::store::StoreError;
@@ -77,6 +77,15 @@ pub enum CallError {
     Broken(String),
 }
 
+impl From<ForkError> for CallError {
+    fn from(error: ForkError) -> CallError {
+        match error {
+            ForkError::Died(cause) => CallError::Died(cause),
+            ForkError::Broken(message) => CallError::Broken(message),
+        }
+    }
+}
+
 impl CallError {
     /// The `StoreError` of an error that is not a specific answer.
     pub fn into_store_error(self) -> StoreError {
@@ -125,7 +134,7 @@ impl AdapterProcess {
     /// Starts `command` as process `label`; its stderr goes to a file of
     /// that name in the log's folder.
     pub fn spawn(command: &str, label: &str, timeout: Duration, log: &SharedLog) -> Result<AdapterProcess, CallError> {
-        become_subreaper();
+        interrupt::become_subreaper();
         let stderr_path = log.borrow().dir.join(format!("{label}.stderr"));
         let stderr = File::create(&stderr_path)
             .map_err(|error| CallError::Broken(format!("creating {}: {error}", stderr_path.display())))?;
@@ -391,20 +400,6 @@ impl Drop for AdapterProcess {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// Makes this process the reaper of its orphaned descendants (Linux), so
-/// that a process an adapter's shell started can be waited for too, and no
-/// lock outlives a kill.
-pub(super) fn become_subreaper() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        #[cfg(target_os = "linux")]
-        // SAFETY: sets a flag of this process; no memory is passed.
-        unsafe {
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        }
-    });
 }
 
 /// The first 300 characters of an offending line.

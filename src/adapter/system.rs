@@ -134,7 +134,12 @@ impl AdapterSystem {
             let server = match &self.server {
                 Some(server) => Rc::clone(server),
                 None => {
-                    let server = ForkServer::start(command, timeout, &self.log).map_err(CallError::into_store_error)?;
+                    let (stderr, env) = {
+                        let log = self.log.borrow();
+                        (log.dir.join("fork-server.stderr"), log.env.clone())
+                    };
+                    let server = ForkServer::start(command, timeout, &stderr, &env)
+                        .map_err(|error| CallError::from(error).into_store_error())?;
                     Rc::clone(self.server.insert(Rc::new(RefCell::new(server))))
                 }
             };

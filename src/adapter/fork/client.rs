@@ -11,12 +11,12 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::channel::{self, Received};
-use super::{Answer, ENV_FORK_SERVER, Ended, Request};
-use crate::adapter::process::{CallError, SharedLog};
+use super::{Answer, ENV_FORK_SERVER, Ended, ForkError, Request};
 use crate::interrupt::{self, GroupGuard};
 
 /// A running fork server.
@@ -40,13 +40,17 @@ pub struct Forked {
 }
 
 impl ForkServer {
-    /// Starts `command` as a fork server, its output to `fork-server.stderr`
-    /// in the log's folder, with the run's environment.
-    pub fn start(command: &str, timeout: Duration, log: &SharedLog) -> Result<ForkServer, CallError> {
-        crate::adapter::process::become_subreaper();
-        let broken = |what: &str, error: std::io::Error| CallError::Broken(format!("the fork server: {what}: {error}"));
-        let stderr_path = log.borrow().dir.join("fork-server.stderr");
-        let stderr = File::create(&stderr_path).map_err(|error| broken("its stderr file", error))?;
+    /// Starts `command` as a fork server, its output to `stderr_path`, with
+    /// the run's environment `env` added.
+    pub fn start(
+        command: &str,
+        timeout: Duration,
+        stderr_path: &Path,
+        env: &[(String, String)],
+    ) -> Result<ForkServer, ForkError> {
+        interrupt::become_subreaper();
+        let broken = |what: &str, error: std::io::Error| ForkError::Broken(format!("the fork server: {what}: {error}"));
+        let stderr = File::create(stderr_path).map_err(|error| broken("its stderr file", error))?;
         let stdout = stderr.try_clone().map_err(|error| broken("its stderr file", error))?;
         let (control, theirs) = channel::pair().map_err(|error| broken("a socket pair", error))?;
         let child = Command::new("/bin/sh")
@@ -60,10 +64,10 @@ impl ForkServer {
                 crate::adapter::protocol::VERSION.to_string(),
             )
             .env(ENV_FORK_SERVER, "1")
-            .envs(log.borrow().env.iter().map(|(key, value)| (key, value)))
+            .envs(env.iter().map(|(key, value)| (key, value)))
             .process_group(0)
             .spawn()
-            .map_err(|error| CallError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;
+            .map_err(|error| ForkError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;
         let group = interrupt::guard_group(child.id() as i32);
         Ok(ForkServer {
             command: command.to_string(),
@@ -76,8 +80,8 @@ impl ForkServer {
     }
 
     /// Asks for a child for connection `label`, whose stderr goes to `stderr`.
-    pub fn fork(&mut self, label: &str, stderr: File) -> Result<Forked, CallError> {
-        let broken = |error: std::io::Error| CallError::Broken(format!("pipes for {label}: {error}"));
+    pub fn fork(&mut self, label: &str, stderr: File) -> Result<Forked, ForkError> {
+        let broken = |error: std::io::Error| ForkError::Broken(format!("pipes for {label}: {error}"));
         let (child_stdin, requests) = channel::pipe().map_err(broken)?;
         let (answers, child_stdout) = channel::pipe().map_err(broken)?;
         let request = Request::Fork {
@@ -94,7 +98,7 @@ impl ForkServer {
                 requests: File::from(requests),
                 answers: File::from(answers),
             }),
-            Answer { error: Some(error), .. } => Err(CallError::Broken(format!(
+            Answer { error: Some(error), .. } => Err(ForkError::Broken(format!(
                 "the fork server of `{}` could not fork {label}: {error}",
                 self.command
             ))),
@@ -115,9 +119,9 @@ impl ForkServer {
         }
     }
 
-    fn ask(&mut self, request: &Request, fds: &[i32]) -> Result<Answer, CallError> {
+    fn ask(&mut self, request: &Request, fds: &[i32]) -> Result<Answer, ForkError> {
         if let Some(cause) = &self.gone {
-            return Err(CallError::Died(cause.clone()));
+            return Err(ForkError::Died(cause.clone()));
         }
         let message = serde_json::to_vec(request).expect("requests serialise");
         if channel::send(&self.control, &message, fds).is_err() {
@@ -125,7 +129,7 @@ impl ForkServer {
         }
         match channel::receive(&self.control, Some(self.timeout)) {
             Ok(Received::Message(bytes, _)) => serde_json::from_slice(&bytes).map_err(|error| {
-                CallError::Broken(format!(
+                ForkError::Broken(format!(
                     "the fork server of `{}` answered with something that is not a fork-server answer ({error}): {:?}",
                     self.command,
                     String::from_utf8_lossy(&bytes)
@@ -140,21 +144,21 @@ impl ForkServer {
                     self.timeout.as_secs_f64()
                 );
                 self.gone = Some(cause.clone());
-                Err(CallError::Died(cause))
+                Err(ForkError::Died(cause))
             }
         }
     }
 
     /// The server is gone without having been asked to go: a finding (A1).
-    fn died(&mut self) -> CallError {
+    fn died(&mut self) -> ForkError {
         let status = self.end().map_or_else(|| "status unknown".to_string(), Ended::describe);
         let cause = format!("the fork server of `{}` exited unasked ({status})", self.command);
         self.gone = Some(cause.clone());
-        CallError::Died(cause)
+        ForkError::Died(cause)
     }
 
-    fn nonsense(&self, answer: &Answer) -> CallError {
-        CallError::Broken(format!(
+    fn nonsense(&self, answer: &Answer) -> ForkError {
+        ForkError::Broken(format!(
             "the fork server of `{}` answered {answer:?}, which does not answer what was asked",
             self.command
         ))

@@ -62,6 +62,14 @@ pub struct Answer {
     pub error: Option<String>,
 }
 
+/// What went wrong with the fork server, as the caller sorts it: `Died` is
+/// a finding about the store (A1), `Broken` stops the run (exit code 2).
+#[derive(Debug)]
+pub enum ForkError {
+    Died(String),
+    Broken(String),
+}
+
 /// How a process ended, from a wait status (crashsim's own `waitpid`, or
 /// the server's answer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
