@@ -127,3 +127,33 @@ fn a_broken_capsule_is_bad_input() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("broken.toml"), "{}", stderr(&output));
 }
+
+#[test]
+fn an_empty_or_missing_regression_corpus_is_visible() {
+    let dir = work_dir();
+    let missing = dir.path().join("no-such-corpus");
+    let output = crashsim(&["run", "--regressions", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("no-such-corpus") && stderr(&output).contains("--allow-empty"),
+        "{}",
+        stderr(&output)
+    );
+    let allowed = crashsim(&["run", "--regressions", missing.to_str().unwrap(), "--allow-empty"]);
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    assert!(
+        stderr(&allowed).contains("nothing was replayed"),
+        "{}",
+        stderr(&allowed)
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = crashsim(&["run", "--regressions", empty.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("holds no capsule") && stdout(&output).contains("0 capsule(s)"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}

@@ -165,6 +165,10 @@ pub struct RunArgs {
     /// and check each still gives the verdict it records.
     #[arg(long, num_args = 0..=1, default_missing_value = "scenarios/regressions", value_name = "DIR")]
     pub regressions: Option<PathBuf>,
+    /// With --regressions: a corpus folder that does not exist replays
+    /// nothing, with a warning, instead of being an error (exit code 2).
+    #[arg(long, requires = "regressions")]
+    pub allow_empty: bool,
     /// How many seeds to run, from --start-seed (default 100; with
     /// --time-budget, as many as the budget allows).
     #[arg(long)]

@@ -14,8 +14,26 @@ use crate::exit::Exit;
 use crate::runner::{self, Options};
 
 pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
-    let paths = crate::scenario::files_in(dir)
-        .with_context(|| format!("{}: cannot list the regression corpus", dir.display()))?;
+    let paths = match crate::scenario::files_in(dir) {
+        Ok(paths) => paths,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && args.allow_empty => Vec::new(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "{}: there is no regression corpus here, so this gate would check nothing; \
+             save capsules there (`crashsim replay … --save-capsule`), name the folder, \
+             or pass --allow-empty",
+            dir.display()
+        ),
+        Err(error) => {
+            return Err(error).with_context(|| format!("{}: cannot list the regression corpus", dir.display()));
+        }
+    };
+    // A gate that replays nothing passes; say so where CI logs show it.
+    if paths.is_empty() {
+        eprintln!(
+            "warning: the regression corpus {} holds no capsule (*.toml): nothing was replayed",
+            dir.display()
+        );
+    }
     // Every capsule is read before any runs: a broken one is bad input.
     let capsules = paths
         .iter()
