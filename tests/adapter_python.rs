@@ -422,3 +422,20 @@ fn a_store_that_hangs_is_killed_and_is_a_finding() {
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
     assert!(text.contains("did not answer `mark_done` within 10 s"), "{text}");
 }
+
+#[test]
+fn a_replay_names_the_outside_store_in_its_banner() {
+    let Some(command) = example("") else { return };
+    let output = crashsim(&[
+        "replay",
+        "tests/fixtures/detect.toml",
+        "--seed",
+        "0",
+        "--quiet",
+        "--sut",
+        &command,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let banner = stdout(&output).lines().next().unwrap_or_default().to_string();
+    assert!(banner.contains("store=example_store (outside store)"), "{banner}");
+}

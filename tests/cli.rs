@@ -38,6 +38,23 @@ fn a_missing_file_or_bad_flag_is_bad_input() {
 }
 
 #[test]
+fn a_report_folder_that_cannot_be_written_fails_before_the_first_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    let report = file.join("reports");
+    let output = crashsim(&["run", "smoke", "--seeds", "1", "--report", report.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let message = stderr(&output);
+    assert!(message.contains("--report") && message.contains("a-file"), "{message}");
+    assert!(
+        !stdout(&output).contains("seeds in"),
+        "no seed ran: {}",
+        stdout(&output)
+    );
+}
+
+#[test]
 fn passing_and_failing_runs_exit_0_and_1() {
     let pass = crashsim(&["run", "scenarios/contention.toml", "--seeds", "2", "--no-report"]);
     assert_eq!(pass.status.code(), Some(0), "{}", stdout(&pass));

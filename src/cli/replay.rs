@@ -180,13 +180,13 @@ fn print_human(
     command: &str,
 ) -> std::io::Result<()> {
     let events = result.events.as_deref().unwrap_or_default();
-    writeln!(
-        out,
-        "seed={} scenario={} store={}",
-        result.seed,
-        loaded.label(),
-        loaded.scenario.store
-    )?;
+    // An outside store is named as its handshake names it, not as the
+    // scenario's own store it replaces.
+    let store = match &loaded.sut {
+        Some(sut) => format!("{sut} (outside store)"),
+        None => loaded.scenario.store.clone(),
+    };
+    writeln!(out, "seed={} scenario={} store={store}", result.seed, loaded.label(),)?;
     writeln!(out, "faults: {}", result.faults)?;
     if !args.quiet {
         for event in events {

@@ -58,7 +58,7 @@ pub fn run(summary: &RunSummary) -> String {
     for scenario in &summary.scenarios {
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |",
             scenario.scenario,
             scenario.store,
             scenario.seeds,
@@ -66,7 +66,7 @@ pub fn run(summary: &RunSummary) -> String {
             scenario.failed,
             scenario.errored,
             scenario.not_run,
-            scenario.seeds_per_s,
+            seed_rate_cell(scenario.seeds_per_s),
             scenario.steps_per_s,
             scenario.steps_per_seed
         );
@@ -225,4 +225,14 @@ pub fn shrink(scenario: &str, seed: u64, target: &str, original: &Size, shrunk: 
     }
     let _ = writeln!(text, "\nReplay with `{replay}`.");
     text
+}
+
+/// The seeds/s column: the rate, or the time per seed where the rate would
+/// print as 0.0.
+fn seed_rate_cell(seeds_per_s: f64) -> String {
+    if seeds_per_s > 0.0 && seeds_per_s < 0.1 {
+        crate::report::number::seed_rate(seeds_per_s)
+    } else {
+        format!("{seeds_per_s:.1}")
+    }
 }

@@ -33,6 +33,16 @@ pub fn short(value: f64) -> String {
     }
 }
 
+/// A run's speed: "24.4 seeds/s"; below 0.1 seeds/s, where that would
+/// print as "0.0", the time per seed instead: "12.5 s/seed".
+pub fn seed_rate(seeds_per_s: f64) -> String {
+    if seeds_per_s > 0.0 && seeds_per_s < 0.1 {
+        format!("{} s/seed", short(1.0 / seeds_per_s))
+    } else {
+        format!("{} seeds/s", short(seeds_per_s))
+    }
+}
+
 /// A size in bytes, binary units: 614400 → "600 KiB"; 1536 → "1.5 KiB".
 pub fn bytes(value: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -68,6 +78,15 @@ pub fn duration(value: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_run_reads_as_seconds_per_seed_not_zero_seeds_per_second() {
+        assert_eq!(seed_rate(24.43), "24.4 seeds/s");
+        assert_eq!(seed_rate(0.1), "0.1 seeds/s");
+        assert_eq!(seed_rate(0.08), "12.5 s/seed");
+        assert_eq!(seed_rate(1.0 / 480.0), "480 s/seed");
+        assert_eq!(seed_rate(0.0), "0.0 seeds/s");
+    }
 
     #[test]
     fn bytes_read_in_binary_units() {

@@ -81,11 +81,11 @@ pub(super) fn print(
         ended.push_str(&format!(", {} not run", thousands(summary.not_run)));
     }
     println!(
-        "{}: {} seeds in {:.1} s ({} seeds/s, {} steps/s, {} steps/seed): {ended}",
+        "{}: {} seeds in {:.1} s ({}, {} steps/s, {} steps/seed): {ended}",
         summary.scenario,
         thousands(summary.seeds),
         summary.seconds,
-        number::short(summary.seeds_per_s),
+        number::seed_rate(summary.seeds_per_s),
         number::short(summary.steps_per_s),
         number::short(summary.steps_per_seed),
     );

@@ -73,6 +73,10 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     // The first SIGINT or SIGTERM abandons the seeds running and starts no
     // more; the partial summary and reports are still written (`exit_of`).
     crate::interrupt::install().context("installing the SIGINT and SIGTERM handlers")?;
+    // A report folder that cannot be written fails now, not after the seeds.
+    if let Some(root) = args.reports.root() {
+        writable(root).with_context(|| format!("--report {}: reports cannot be written there", root.display()))?;
+    }
     let work = WorkDir::open(args.dir.as_deref())?;
     for note in work.notes() {
         eprintln!("{note}");
@@ -160,11 +164,11 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     if human {
         if scenarios.len() > 1 {
             println!(
-                "all: {} seeds, {} failed, {} errors, {} seeds/s",
+                "all: {} seeds, {} failed, {} errors, {}",
                 thousands(total.seeds),
                 thousands(total.failed),
                 thousands(total.errored),
-                number::short(total.seeds_per_s)
+                number::seed_rate(total.seeds_per_s)
             );
         }
         if runner::abandoning() && summaries.len() < scenarios.len() {
@@ -416,4 +420,10 @@ fn describe_seeds(chosen: &Chosen, budget: Option<std::time::Duration>) -> Strin
         text.push_str(&format!(", until {} of wall time is spent", number::duration(budget)));
     }
     text
+}
+
+/// Creates `root` if need be and writes (and removes) a file in it.
+fn writable(root: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    tempfile::NamedTempFile::new_in(root).map(drop)
 }
