@@ -86,7 +86,12 @@ impl Coverage {
                 entry.fired += fired;
                 entry.seeds += 1;
             }
-            for invariant in &result.exercised {
+            // A seed that broke an invariant exercised it, whatever the
+            // store's own trace says it arose (or the gap would say "never
+            // exercised" under "I10 in N seeds").
+            let broken = result.violations.iter().map(|violation| &violation.invariant);
+            let exercised: std::collections::BTreeSet<_> = result.exercised.iter().chain(broken).collect();
+            for invariant in exercised {
                 coverage.invariants.entry(*invariant).or_default().exercised += 1;
             }
         }
@@ -159,5 +164,63 @@ impl Coverage {
             }
         }
         gaps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Violation;
+
+    fn result(exercised: &[Invariant], broken: &[Invariant]) -> SeedResult {
+        SeedResult {
+            scenario: "smoke".into(),
+            seed: 0,
+            ok: broken.is_empty(),
+            violations: broken
+                .iter()
+                .map(|invariant| Violation {
+                    invariant: *invariant,
+                    message: "broken".into(),
+                    workflow_id: None,
+                    command_id: None,
+                    seq: None,
+                    ticks: Vec::new(),
+                })
+                .collect(),
+            trace_hash: String::new(),
+            steps: 0,
+            ticks: 0,
+            settled: true,
+            faults: String::new(),
+            kills: KillCounters::default(),
+            exercised: exercised.iter().copied().collect(),
+            injected: Vec::new(),
+            fault_points: None,
+            events: None,
+            snapshot: None,
+            artifacts: Vec::new(),
+            kept_dir: None,
+        }
+    }
+
+    #[test]
+    fn a_broken_invariant_counts_as_exercised_so_no_gap_contradicts_the_finding() {
+        let loaded = crate::scenario::builtin::find(std::path::Path::new("smoke"))
+            .expect("built in")
+            .load()
+            .expect("loads");
+        // The trace never marked I10's situation, but the seed broke I10.
+        let results = [result(&[Invariant::I1], &[Invariant::I10])];
+        let coverage = Coverage::of(&loaded.scenario, &results, &KillCounters::default(), &[]);
+        assert!(coverage.invariants[&Invariant::I10].required);
+        assert_eq!(coverage.invariants[&Invariant::I10].exercised, 1);
+        assert!(
+            !coverage.gaps.iter().any(|gap| gap.contains("I10")),
+            "{:?}",
+            coverage.gaps
+        );
+        let untouched = Coverage::of(&loaded.scenario, &results[..0], &KillCounters::default(), &[]);
+        assert_eq!(untouched.invariants[&Invariant::I10].exercised, 0);
     }
 }
