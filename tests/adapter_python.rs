@@ -400,6 +400,18 @@ fn a_store_that_crashes_on_its_own_is_a_finding_with_its_stderr() {
         .collect();
     assert!(kept.iter().any(|name| name.ends_with(".stderr")), "{kept:?}");
     assert!(kept.contains(&"transcript.jsonl".to_string()), "{kept:?}");
+    // processes.json names each kept stderr file by its name in this folder.
+    let listed = std::fs::read(folder.join("adapter/processes.json")).expect("processes.json");
+    let processes: Vec<ProcessRecord> = serde_json::from_slice(&listed).unwrap();
+    let named: Vec<&str> = processes
+        .iter()
+        .map(|process| process.stderr.as_str())
+        .filter(|name| !name.is_empty())
+        .collect();
+    assert!(!named.is_empty(), "{processes:?}");
+    for name in named {
+        assert!(kept.iter().any(|kept| kept == name), "{name} is in {kept:?}");
+    }
 }
 
 #[test]

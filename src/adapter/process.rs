@@ -62,6 +62,8 @@ pub struct ProcessRecord {
     pub pid: u32,
     /// `killed` (by crashsim, as every process ends), or how it died.
     pub end: Option<String>,
+    /// Its stderr file: the path while the run lasts; in the report, the
+    /// name of the file kept beside `processes.json` ("" if it was empty).
     pub stderr: String,
 }
 

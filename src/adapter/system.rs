@@ -266,19 +266,36 @@ impl System for AdapterSystem {
             name: "adapter/transcript.jsonl".to_string(),
             content: transcript.into_bytes(),
         });
-        let processes = serde_json::to_string_pretty(&log.processes).expect("records serialise") + "\n";
+        // Each process's stderr is kept beside processes.json, which names
+        // it there (the run's own folder is gone after the run): empty if
+        // the process wrote nothing, and nothing is kept.
+        let mut records = log.processes.clone();
+        let mut stderrs = Vec::new();
+        for record in &mut records {
+            let content = std::fs::read(&record.stderr).unwrap_or_default();
+            record.stderr = if content.is_empty() {
+                String::new()
+            } else {
+                let name = format!("{}.stderr", record.label);
+                stderrs.push(Artifact {
+                    name: format!("adapter/{name}"),
+                    content,
+                });
+                name
+            };
+        }
+        let processes = serde_json::to_string_pretty(&records).expect("records serialise") + "\n";
         artifacts.push(Artifact {
             name: "adapter/processes.json".to_string(),
             content: processes.into_bytes(),
         });
-        for record in &log.processes {
-            let content = std::fs::read(&record.stderr).unwrap_or_default();
-            if !content.is_empty() {
-                artifacts.push(Artifact {
-                    name: format!("adapter/{}.stderr", record.label),
-                    content,
-                });
-            }
+        artifacts.extend(stderrs);
+        let server = std::fs::read(log.dir.join("fork-server.stderr")).unwrap_or_default();
+        if !server.is_empty() {
+            artifacts.push(Artifact {
+                name: "adapter/fork-server.stderr".to_string(),
+                content: server,
+            });
         }
         artifacts
     }
