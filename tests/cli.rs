@@ -62,6 +62,14 @@ fn passing_and_failing_runs_exit_0_and_1() {
     let fail = crashsim(&["run", "tests/fixtures/no_dedup.toml", "--seeds", "2", "--no-report"]);
     assert_eq!(fail.status.code(), Some(1));
     assert!(stdout(&fail).contains("fail: seed=0 I2 "), "{}", stdout(&fail));
+    // The next steps: replay, shrink, and where the invariant is explained.
+    let text = stdout(&fail);
+    assert!(text.contains("replay tests/fixtures/no_dedup.toml --seed 0`"), "{text}");
+    assert!(text.contains("shrink tests/fixtures/no_dedup.toml --seed 0`"), "{text}");
+    assert!(
+        text.contains("I2 (one side effect per command_id) is explained by `crashsim list`"),
+        "{text}"
+    );
 }
 
 #[test]

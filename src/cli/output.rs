@@ -26,6 +26,35 @@ pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
     command
 }
 
+/// The command that shrinks `seed` of `loaded` to a small trace and a
+/// regression capsule. Process mode gives in-process traces, so a shrink
+/// runs in-process (it has no `--mode`).
+pub fn shrink_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
+    let prefix = replay_command_prefix();
+    let scenario = crate::adapter::shell_word(&loaded.argument());
+    let mut command = format!("{prefix} shrink {scenario} --seed {seed}");
+    if let Some(mutant) = &loaded.mutant {
+        command.push_str(&format!(" --mutant {mutant}"));
+    }
+    command.push_str(&flags.replace(" --mode process", ""));
+    command
+}
+
+/// What to do next with a failing seed, after its replay command: shrink
+/// it, and where its first invariant is explained.
+pub fn next_steps(violations: &[Violation], shrink: &str) -> String {
+    let mut text = format!("note: shrink it to a small trace and a regression capsule with `{shrink}`\n");
+    if let Some(first) = violations.first() {
+        let _ = writeln!(
+            text,
+            "note: {} ({}) is explained by `crashsim list` and in docs/protocol.md, \"Invariants\"",
+            first.invariant,
+            first.invariant.title()
+        );
+    }
+    text
+}
+
 /// How to invoke crashsim: as installed (`crashsim`), through cargo when a
 /// build runs in its own checkout, else by the built executable's path.
 pub fn replay_command_prefix() -> String {

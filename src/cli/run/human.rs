@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::super::output::{failure_lines, kill_table, replay_command};
+use super::super::output::{failure_lines, kill_table, next_steps, replay_command, shrink_command};
 use crate::report::json::ScenarioSummary;
 use crate::report::number::{self, thousands};
 use crate::runner::{self, SeedResult};
@@ -29,6 +29,10 @@ pub(super) fn print(
         print!(
             "{}",
             failure_lines(result.seed, &result.violations, swarm_mix, &replay, report)
+        );
+        print!(
+            "{}",
+            next_steps(&result.violations, &shrink_command(loaded, result.seed, flags))
         );
         if let Some(dir) = &result.kept_dir {
             println!("note: databases kept in {}", dir.display());
