@@ -124,3 +124,27 @@ fn list_names_scenarios_kill_points_and_invariants() {
         assert!(text.contains(needle), "missing {needle}: {text}");
     }
 }
+
+#[test]
+fn a_report_folder_is_one_runs_at_a_time_and_a_rerun_clears_old_seed_folders() {
+    let root = tempfile::tempdir().unwrap();
+    let report = root.path().to_str().unwrap();
+    let held = crashsim::report::claim::claim(root.path(), "contention").unwrap();
+    // What the holder left: a failing seed's folder.
+    let stale = root.path().join("contention/7");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("result.json"), "{\"ok\": false}").unwrap();
+    let busy = crashsim(&["run", "contention", "--seeds", "1", "--report", report]);
+    assert_eq!(busy.status.code(), Some(2), "{}", stdout(&busy));
+    assert!(
+        stderr(&busy).contains("another crashsim run is writing"),
+        "{}",
+        stderr(&busy)
+    );
+    assert!(stale.exists(), "a refused run touches nothing");
+    drop(held);
+    let rerun = crashsim(&["run", "contention", "--seeds", "1", "--report", report]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+    assert!(!stale.exists(), "the earlier run's failing seed is gone");
+    assert!(root.path().join("contention/summary.json").exists());
+}

@@ -115,7 +115,7 @@ fn every_enumerated_cut_of_a_served_run_holds() {
     assert!(count(&found, "tried") > 5, "{found}");
     assert!(count(&found, "points") >= count(&found, "tried"), "{found}");
     assert_eq!(count(&found, "failing"), 0, "{found}");
-    assert_eq!(found["scenario"], "power_bytes+reference", "{found}");
+    assert_eq!(found["scenario"], "power_bytes+reference-outside", "{found}");
 }
 
 #[test]

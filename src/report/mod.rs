@@ -16,9 +16,12 @@
 //! ```
 //!
 //! Folders are named by scenario and seed, never by time, so a rerun lands
-//! in the same place. Every file is written atomically (`atomic`).
+//! in the same place; a run claims each scenario's folder first (`claim`:
+//! one run at a time, the earlier run's seed folders cleared). Every file
+//! is written atomically (`atomic`).
 
 pub mod atomic;
+pub mod claim;
 pub mod coverage;
 pub mod html;
 pub mod index;

@@ -54,11 +54,18 @@ impl Loaded {
     }
 
     /// The name reports and results use: `smoke`, or `smoke+no_dedup` with
-    /// a mutant, or `smoke+example_store` with an outside store.
+    /// a mutant, or `smoke+example_store` with an outside store. An outside
+    /// store named like one of crashsim's own implementations gets
+    /// `-outside` after its name (`smoke+no_dedup-outside`), so its report
+    /// folder is never the built-in's.
     pub fn label(&self) -> String {
         match (&self.mutant, &self.sut) {
             (Some(mutant), _) => format!("{}+{mutant}", self.name),
-            (None, Some(sut)) => format!("{}+{}", self.name, sanitize(sut)),
+            (None, Some(sut)) => {
+                let sut = sanitize(sut);
+                let own = crate::mutants::resolve(&sut).is_some();
+                format!("{}+{sut}{}", self.name, if own { "-outside" } else { "" })
+            }
             (None, None) => self.name.clone(),
         }
     }
@@ -196,5 +203,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = resolve(dir.path()).unwrap_err();
         assert!(matches!(error, ScenarioError::Read { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn an_outside_store_named_like_a_builtin_never_shares_its_folder() {
+        let smoke = resolve(&shipped("smoke.toml")).unwrap();
+        assert_eq!(smoke.clone().with_mutant("no_dedup").unwrap().label(), "smoke+no_dedup");
+        assert_eq!(smoke.clone().with_sut("no_dedup").label(), "smoke+no_dedup-outside");
+        assert_eq!(smoke.clone().with_sut("example store").label(), "smoke+example_store");
     }
 }

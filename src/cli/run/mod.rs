@@ -77,6 +77,16 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     if let Some(root) = args.reports.root() {
         writable(root).with_context(|| format!("--report {}: reports cannot be written there", root.display()))?;
     }
+    // Each scenario's report folder, held until the run ends: a second run
+    // writing the same folder stops here (exit 2), and no earlier run's
+    // failing seeds stay beside this run's summary.
+    let mut claims = Vec::new();
+    if let Some(root) = args.reports.root() {
+        let labels: std::collections::BTreeSet<String> = scenarios.iter().map(Loaded::label).collect();
+        for label in labels {
+            claims.push(report::claim::claim(root, &label)?);
+        }
+    }
     let work = WorkDir::open(args.dir.as_deref())?;
     for note in work.notes() {
         eprintln!("{note}");
