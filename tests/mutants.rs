@@ -143,6 +143,7 @@ fn each_mutant_trips_its_own_invariant() {
         ("autocommit", "I5", DETECT),
         ("pending_offset_drift", "I1", DETECT),
         ("load_by_timestamp", "I6", "scenarios/clocks.toml"),
+        ("heads_done_unscoped", "I6", DETECT),
         // Needs hostile ids (LIKE folds case, reads % and _), which detect.toml lacks.
         ("mark_done_like", "I1", "scenarios/smoke.toml"),
         ("dedup_first", "I1", DETECT),

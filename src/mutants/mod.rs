@@ -33,6 +33,7 @@
 //! | `dedup_first` | 8 | the receiver commits its de-dup record, then performs the effect apart |
 //! | `pending_offset_drift` | 15 | `pending` pages with an `OFFSET` kept across calls, skipping rows |
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
+//! | `heads_done_unscoped` | 15 | `heads` counts the workflow's done commands over all its events, not the head's |
 //!
 //! Mistake 10 shows only where a scenario asks for more than SQLite's
 //! default FULL (EXTRA, `tests/fixtures/sync_extra.toml`): below it, the
@@ -118,7 +119,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
-pub static MUTANTS: [Mutant; 22] = [
+pub static MUTANTS: [Mutant; 23] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -297,6 +298,14 @@ pub static MUTANTS: [Mutant; 22] = [
         mistake: 15,
         description: "load orders a workflow's events by created_at (CURRENT_TIMESTAMP) instead of seq",
         store: |inner| Box::new(reads::LoadByTimestamp { inner }),
+        caught_by: &[Invariant::I6],
+        ..BASE
+    },
+    Mutant {
+        name: "heads_done_unscoped",
+        mistake: 15,
+        description: "heads counts a workflow's done commands over all its events, not the head event's",
+        store: |inner| Box::new(reads::HeadsDoneUnscoped { inner }),
         caught_by: &[Invariant::I6],
         ..BASE
     },

@@ -6,7 +6,7 @@
 use rusqlite::params;
 
 use super::forward::forward_store;
-use crate::model::{OutboxRow, StoredEvent};
+use crate::model::{Head, OutboxRow, StoredEvent};
 use crate::store::events;
 use crate::store::outbox::{self, COLUMNS};
 use crate::store::reference::ReferenceStore;
@@ -81,5 +81,49 @@ impl Store for LoadByTimestamp {
     fn load(&mut self, workflow_id: &str) -> Result<Vec<StoredEvent>> {
         let sql = "SELECT seq, kind, payload FROM events WHERE workflow_id = ?1 ORDER BY created_at";
         events::load_query(self.inner.conn(), sql, workflow_id)
+    }
+}
+
+/// `heads` counts a workflow's done commands over all its events, not only
+/// the head event's (the join forgets `event_seq`): once an earlier step's
+/// command is done, the head reports commands done that no worker marked.
+pub struct HeadsDoneUnscoped {
+    pub inner: ReferenceStore,
+}
+
+impl Store for HeadsDoneUnscoped {
+    forward_store!(
+        load,
+        commands,
+        pending,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        claim,
+        mark_done_leased,
+        schedule_retry,
+        timers
+    );
+
+    fn heads(&mut self) -> Result<Vec<Head>> {
+        let sql = "SELECT h.workflow_id, h.seq, h.kind,
+                (SELECT COUNT(*) FROM outbox o
+                  WHERE o.workflow_id = h.workflow_id AND o.processed_at IS NOT NULL)
+           FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
+          ORDER BY h.workflow_id";
+        let mut statement = self.inner.conn().prepare_cached(sql)?;
+        let rows = statement.query_map([], |row| {
+            Ok(Head {
+                workflow_id: row.get(0)?,
+                last_seq: row.get(1)?,
+                kind: row.get(2)?,
+                commands_done: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
