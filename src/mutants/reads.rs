@@ -115,15 +115,6 @@ impl Store for HeadsDoneUnscoped {
                   WHERE o.workflow_id = h.workflow_id AND o.processed_at IS NOT NULL)
            FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
           ORDER BY h.workflow_id";
-        let mut statement = self.inner.conn().prepare_cached(sql)?;
-        let rows = statement.query_map([], |row| {
-            Ok(Head {
-                workflow_id: row.get(0)?,
-                last_seq: row.get(1)?,
-                kind: row.get(2)?,
-                commands_done: row.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        events::heads_query(self.inner.conn(), sql)
     }
 }

@@ -42,7 +42,13 @@ const HEADS: &str = "SELECT h.workflow_id, h.seq, h.kind,
 
 /// The head event of every workflow, with how many of its commands are done.
 pub fn heads(conn: &Connection) -> Result<Vec<Head>> {
-    let mut statement = conn.prepare_cached(HEADS)?;
+    heads_query(conn, HEADS)
+}
+
+/// Heads from `sql`, whose columns are those of `HEADS` (a mutant's query
+/// reads them the same way).
+pub fn heads_query(conn: &Connection, sql: &str) -> Result<Vec<Head>> {
+    let mut statement = conn.prepare_cached(sql)?;
     let rows = statement.query_map([], |row| {
         Ok(Head {
             workflow_id: row.get(0)?,
