@@ -137,9 +137,7 @@ impl AdapterProcess {
     /// that name in the log's folder.
     pub fn spawn(command: &str, label: &str, timeout: Duration, log: &SharedLog) -> Result<AdapterProcess, CallError> {
         interrupt::become_subreaper();
-        let stderr_path = log.borrow().dir.join(format!("{label}.stderr"));
-        let stderr = File::create(&stderr_path)
-            .map_err(|error| CallError::Broken(format!("creating {}: {error}", stderr_path.display())))?;
+        let stderr = stderr_file(log, label)?;
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(command)
@@ -164,7 +162,6 @@ impl AdapterProcess {
             Origin::Spawned,
             pid,
             (stdin, stdout),
-            &stderr_path,
             timeout,
             log,
         ))
@@ -180,41 +177,32 @@ impl AdapterProcess {
         timeout: Duration,
         log: &SharedLog,
     ) -> Result<AdapterProcess, CallError> {
-        let stderr_path = log.borrow().dir.join(format!("{label}.stderr"));
-        let stderr = File::create(&stderr_path)
-            .map_err(|error| CallError::Broken(format!("creating {}: {error}", stderr_path.display())))?;
-        let forked = server.borrow_mut().fork(label, stderr)?;
+        let forked = server.borrow_mut().fork(label, stderr_file(log, label)?)?;
         let origin = Origin::Forked(Rc::clone(server));
         let pipes = (forked.requests, forked.answers);
         Ok(AdapterProcess::new(
-            command,
-            label,
-            origin,
-            forked.pid,
-            pipes,
-            &stderr_path,
-            timeout,
-            log,
+            command, label, origin, forked.pid, pipes, timeout, log,
         ))
     }
 
-    #[expect(clippy::too_many_arguments, reason = "the one place both origins meet")]
+    /// The one place both origins meet: the process recorded in the log
+    /// and guarded from an interrupt until it is killed.
     fn new(
         command: &str,
         label: &str,
         origin: Origin,
         pid: i32,
         (stdin, stdout): (File, File),
-        stderr_path: &Path,
         timeout: Duration,
         log: &SharedLog,
     ) -> AdapterProcess {
         let group = interrupt::guard_group(pid);
+        let stderr = stderr_path(log, label).display().to_string();
         log.borrow_mut().processes.push(ProcessRecord {
             label: label.to_string(),
             pid: pid as u32,
             end: None,
-            stderr: stderr_path.display().to_string(),
+            stderr,
         });
         AdapterProcess {
             command: command.to_string(),
@@ -402,6 +390,17 @@ impl Drop for AdapterProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Where process `label`'s stderr goes: a file of that name in the log's folder.
+fn stderr_path(log: &SharedLog, label: &str) -> PathBuf {
+    log.borrow().dir.join(format!("{label}.stderr"))
+}
+
+/// Creates process `label`'s stderr file.
+fn stderr_file(log: &SharedLog, label: &str) -> Result<File, CallError> {
+    let path = stderr_path(log, label);
+    File::create(&path).map_err(|error| CallError::Broken(format!("creating {}: {error}", path.display())))
 }
 
 /// The first 300 characters of an offending line.

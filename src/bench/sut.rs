@@ -104,37 +104,36 @@ impl Session {
 /// is spent. `fsyncs` stays 0: unknown, which the report says.
 pub fn append(session: &mut Session, budget: Budget, commands: usize) -> Result<Sample, String> {
     let commands: Vec<Command> = (0..commands).map(command).collect();
-    let run = |session: &mut Session| -> Result<Sample, StoreError> {
-        for _ in 0..budget.warmup_ops {
-            session.append(&commands)?;
-        }
-        timed_loop(budget.sample, || session.append(&commands))
-    };
-    run(session).map_err(|error| cause(&session.dir, &error))
+    measure(session, budget, |session| session.append(&commands))
 }
 
 /// Pings until the budget is spent: the protocol's own cost per request.
 pub fn ping(session: &mut Session, budget: Budget) -> Result<Sample, String> {
-    let run = |session: &mut Session| -> Result<Sample, StoreError> {
-        for _ in 0..budget.warmup_ops {
-            session.session.ping()?;
-        }
-        timed_loop(budget.sample, || session.session.ping().map(|()| 1))
-    };
-    run(session).map_err(|error| cause(&session.dir, &error))
+    measure(session, budget, |session| session.session.ping().map(|()| 1))
 }
 
 /// Opens and kills connections until the budget is spent: a process per
 /// connection, from start (or fork) to its `open` answer, then its kill and
 /// reaping, as an actor's restart in a run.
 pub fn connect(session: &mut Session, budget: Budget) -> Result<Sample, String> {
-    let run = |session: &mut Session| -> Result<Sample, StoreError> {
+    measure(session, budget, |session| session.session.reconnect().map(|()| 1))
+}
+
+/// `op` for the budget's warm-up, then timed until its sample is spent;
+/// a failure is the cause with the adapter's stderr.
+fn measure(
+    session: &mut Session,
+    budget: Budget,
+    mut op: impl FnMut(&mut Session) -> Result<u64, StoreError>,
+) -> Result<Sample, String> {
+    let mut run = || -> Result<Sample, StoreError> {
         for _ in 0..budget.warmup_ops {
-            session.session.reconnect()?;
+            op(session)?;
         }
-        timed_loop(budget.sample, || session.session.reconnect().map(|()| 1))
+        timed_loop(budget.sample, || op(session))
     };
-    run(session).map_err(|error| cause(&session.dir, &error))
+    let outcome = run();
+    outcome.map_err(|error| cause(&session.dir, &error))
 }
 
 /// Grows the WAL of the database at `path` to its steady-state size and

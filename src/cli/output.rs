@@ -16,27 +16,25 @@ use crate::scenario::Loaded;
 /// `sut::Choice::replay_flags`). When crashsim runs from a cargo target
 /// directory, the command goes through cargo so it can be pasted as is.
 pub fn replay_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
-    let prefix = replay_command_prefix();
-    let scenario = crate::adapter::shell_word(&loaded.argument());
-    let mut command = format!("{prefix} replay {scenario} --seed {seed}");
-    if let Some(mutant) = &loaded.mutant {
-        command.push_str(&format!(" --mutant {mutant}"));
-    }
-    command.push_str(flags);
-    command
+    seed_command("replay", loaded, seed, flags)
 }
 
 /// The command that shrinks `seed` of `loaded` to a small trace and a
 /// regression capsule. Process mode gives in-process traces, so a shrink
 /// runs in-process (it has no `--mode`).
 pub fn shrink_command(loaded: &Loaded, seed: u64, flags: &str) -> String {
+    seed_command("shrink", loaded, seed, &flags.replace(" --mode process", ""))
+}
+
+/// `crashsim VERB SCENARIO --seed N`, the mutant, then `flags`.
+fn seed_command(verb: &str, loaded: &Loaded, seed: u64, flags: &str) -> String {
     let prefix = replay_command_prefix();
     let scenario = crate::adapter::shell_word(&loaded.argument());
-    let mut command = format!("{prefix} shrink {scenario} --seed {seed}");
+    let mut command = format!("{prefix} {verb} {scenario} --seed {seed}");
     if let Some(mutant) = &loaded.mutant {
         command.push_str(&format!(" --mutant {mutant}"));
     }
-    command.push_str(&flags.replace(" --mode process", ""));
+    command.push_str(flags);
     command
 }
 
