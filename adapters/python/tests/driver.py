@@ -68,7 +68,7 @@ class Adapter:
 
     count = 0
 
-    def __init__(self, directory, script=EXAMPLE, args=(), env=None):
+    def __init__(self, directory, script=EXAMPLE, args=(), env=None, python=None):
         Adapter.count += 1
         self.directory = directory
         self.stderr_path = os.path.join(directory, f"stderr-{Adapter.count}.txt")
@@ -77,7 +77,7 @@ class Adapter:
         environment.update(env or {})
         with open(self.stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, script, *args],
+                [python or sys.executable, script, *args],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -210,8 +210,10 @@ class AdapterCase(unittest.TestCase):
             adapter.kill()
         self.tmp.cleanup()
 
-    def spawn(self, *args, script=EXAMPLE, env=None, hello=True, **hello_options):
-        adapter = Adapter(self.dir, script=script, args=args, env=env)
+    def spawn(
+        self, *args, script=EXAMPLE, env=None, python=None, hello=True, **hello_options
+    ):
+        adapter = Adapter(self.dir, script=script, args=args, env=env, python=python)
         self.adapters.append(adapter)
         if hello:
             adapter.handshake(**hello_options)
