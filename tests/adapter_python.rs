@@ -138,6 +138,29 @@ fn a_lease_scenario_against_an_adapter_without_leases_is_refused() {
     let output = crashsim(&["run", "leases", "--sut", &command, "--seeds", "1", "--no-report"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("`leases` capability"), "{}", stderr(&output));
+    // A gate over every built-in scenario skips it, saying why, and runs the rest...
+    let tiny = dir.path().join("tiny.toml");
+    std::fs::write(
+        &tiny,
+        "[run]\nticks_fault = 200\nticks_max = 5_000\n[workload]\ntrips_count = 2\n\
+         writers_count = 1\nworkers_count = 1\nreceivers_count = 1\n",
+    )
+    .expect("writing a scenario");
+    let tiny = tiny.to_string_lossy();
+    let args = ["run", "leases", &tiny, "--sut", &command, "--seeds", "1", "--no-report"];
+    let output = crashsim(&[&args[..], &["--skip-unsupported"]].concat());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // (The toy store's verdict is not the point: it answers, it does not store.)
+    assert_ne!(output.status.code(), Some(2), "{stdout}{}", stderr(&output));
+    assert!(
+        stdout.contains("skipped leases+toy: ") && stdout.contains("`leases` capability"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("tiny+toy: 1 seeds"), "{stdout}");
+    // ...but a run left with nothing to check is an error, not a pass.
+    let output = crashsim(&["run", "leases", "--sut", &command, "--seeds", "1", "--skip-unsupported"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("can run none"), "{}", stderr(&output));
 }
 
 /// The example serves retry timers and de-dup retention through the SDK:

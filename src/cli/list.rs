@@ -126,6 +126,22 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
         ),
     };
     println!("crash VFS extension: {extension}");
+    let capabilities = &adapter.identity().capabilities;
+    println!(
+        "capabilities: {}",
+        match capabilities.is_empty() {
+            true => "none beyond version 1's ops".to_string(),
+            false => capabilities.join(", "),
+        }
+    );
+    println!("\nbuilt-in scenarios (`run --skip-unsupported` skips those it cannot run):");
+    for builtin in BUILTINS.iter().filter(|builtin| builtin.kind == Kind::Scenario) {
+        let loaded = builtin.load()?;
+        match crate::runner::unsupported(&loaded, &**adapter) {
+            None => println!("  {:<16} runs", builtin.name),
+            Some(why) => println!("  {:<16} cannot run: {why}", builtin.name),
+        }
+    }
     let unreachable = KillPoint::unreachable_by(&**adapter);
     println!("\nkill points:");
     for point in KillPoint::ALL {

@@ -169,6 +169,12 @@ pub struct RunArgs {
     /// nothing, with a warning, instead of being an error (exit code 2).
     #[arg(long, requires = "regressions")]
     pub allow_empty: bool,
+    /// Skip, with a line saying why, each scenario the store cannot run (one
+    /// with [leases] or [retries] when the adapter does not declare that
+    /// capability) instead of stopping the run with exit code 2. A run
+    /// that skips every scenario is still an error.
+    #[arg(long)]
+    pub skip_unsupported: bool,
     /// How many seeds to run, from --start-seed (default 100; with
     /// --time-budget, as many as the budget allows).
     #[arg(long)]

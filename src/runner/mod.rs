@@ -101,15 +101,11 @@ fn run_seed_once(loaded: &Loaded, seed: u64, options: &Options, faults: FaultSou
     }
 }
 
-/// Runs one seed of one scenario against `implementation` (any, a library
-/// user's own included), its faults drawn or forced by `source`.
-pub fn run_seed_on(
-    loaded: &Loaded,
-    implementation: &dyn Implementation,
-    seed: u64,
-    options: &Options,
-    faults: FaultSource,
-) -> Result<SeedResult, RunError> {
+/// Why `implementation` cannot run `loaded`, if it cannot: the scenario has
+/// `[leases]` or `[retries]` and the store lacks them (an adapter, by its
+/// handshake's capabilities). Known before any seed runs, so `run
+/// --skip-unsupported` can skip the scenario with this line.
+pub fn unsupported(loaded: &Loaded, implementation: &dyn Implementation) -> Option<String> {
     if loaded.scenario.leases.is_some() && !implementation.leases() {
         let missing = match implementation.in_process() {
             true => format!(
@@ -123,10 +119,7 @@ pub fn run_seed_on(
                 implementation.name()
             ),
         };
-        return Err(RunError::Unsupported(format!(
-            "{missing}: scenario {} has [leases]",
-            loaded.label()
-        )));
+        return Some(format!("{missing}: scenario {} has [leases]", loaded.label()));
     }
     if loaded.scenario.retries.is_some() && !implementation.retries() {
         let missing = match implementation.in_process() {
@@ -141,10 +134,22 @@ pub fn run_seed_on(
                 implementation.name()
             ),
         };
-        return Err(RunError::Unsupported(format!(
-            "{missing}: scenario {} has [retries]",
-            loaded.label()
-        )));
+        return Some(format!("{missing}: scenario {} has [retries]", loaded.label()));
+    }
+    None
+}
+
+/// Runs one seed of one scenario against `implementation` (any, a library
+/// user's own included), its faults drawn or forced by `source`.
+pub fn run_seed_on(
+    loaded: &Loaded,
+    implementation: &dyn Implementation,
+    seed: u64,
+    options: &Options,
+    faults: FaultSource,
+) -> Result<SeedResult, RunError> {
+    if let Some(missing) = unsupported(loaded, implementation) {
+        return Err(RunError::Unsupported(missing));
     }
     let dir = tempfile::Builder::new()
         .prefix(&format!("crashsim-{}-{seed}-", loaded.label()))

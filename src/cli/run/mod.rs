@@ -53,6 +53,9 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         let name = &adapter.identity().name;
         scenarios = scenarios.into_iter().map(|loaded| loaded.with_sut(name)).collect();
     }
+    if args.skip_unsupported {
+        scenarios = skip_unsupported(scenarios, &choice, args.format == Format::Human)?;
+    }
     let chosen = seeds::choose(args, |name| std::env::var(name).ok())?;
     let selection = chosen.selection;
     if selection.is_empty() {
@@ -194,6 +197,35 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         );
     }
     Ok(exit)
+}
+
+/// The scenarios the store can run; a line for each one it cannot, on
+/// stdout beside the run's other lines (stderr with `--format json`, whose
+/// stdout is one JSON document). Skipping them all is an error: a gate
+/// that runs nothing must not pass.
+fn skip_unsupported(scenarios: Vec<Loaded>, choice: &Choice, human: bool) -> anyhow::Result<Vec<Loaded>> {
+    let total = scenarios.len();
+    let mut kept = Vec::new();
+    for loaded in scenarios {
+        let why = match choice {
+            Choice::Outside(adapter) => runner::unsupported(&loaded, &**adapter),
+            Choice::Process if loaded.scenario.store == "group_commit" => {
+                Some("--mode process cannot run group_commit: its writers share one in-process committer".into())
+            }
+            Choice::Builtin | Choice::Process => None,
+        };
+        match why {
+            None => kept.push(loaded),
+            Some(why) if human => println!("skipped {}: {why}", loaded.label()),
+            Some(why) => eprintln!("skipped {}: {why}", loaded.label()),
+        }
+    }
+    if kept.is_empty() {
+        bail!(
+            "--skip-unsupported: the store can run none of the {total} scenario(s) named, so this run would check nothing"
+        );
+    }
+    Ok(kept)
 }
 
 /// What one scenario's seeds say about the process's exit code: a finding
