@@ -4,6 +4,7 @@
 //! progress, throughput): it reports on a run, it never steers one.
 
 mod bench;
+pub mod ci;
 mod clean;
 mod durability;
 mod list;
@@ -14,6 +15,7 @@ mod regressions;
 mod replay;
 mod run;
 mod scenarios;
+pub mod sdk;
 mod seeds;
 mod serve;
 mod show;
@@ -71,6 +73,11 @@ pub enum Command {
     Clean(CleanArgs),
     /// Work on report folders: `merge` the summaries of a run's partitions.
     Report(ReportCommand),
+    /// Write the adapter SDK this binary speaks to (Python) into a folder,
+    /// to `pip install` or put on the path.
+    Sdk(sdk::SdkArgs),
+    /// Write a CI file that gates your own store (`ci init github|gitlab --sut CMD`).
+    Ci(ci::CiCommand),
 }
 
 #[derive(Args, Debug)]
@@ -499,6 +506,8 @@ pub fn main(cli: Cli) -> Exit {
             command: ReportSubcommand::Merge(args),
         }) => merge::merge(&args),
         Command::Serve(args) => return serve::serve(&args),
+        Command::Sdk(args) => sdk::sdk(&args),
+        Command::Ci(args) => ci::ci(&args),
     };
     match result {
         Ok(exit) => exit,
