@@ -86,7 +86,7 @@ fn the_clean_example_passes_the_shipped_scenarios() {
     let Some(command) = example("") else { return };
     let adapter = adapter(&command, Duration::from_secs(30));
     // One seed each here (a process per connection costs the interpreter's
-    // start-up every time); the README's figures come from long runs.
+    // start-up every time); docs/performance.md's figures come from long runs.
     for name in [
         "smoke",
         "contention",
@@ -284,7 +284,7 @@ fn each_known_bug_of_the_example_is_caught_by_its_invariant() {
         ("dedup_apart", DETECT, Invariant::I2),
         ("body_key", DETECT, Invariant::I2),
         // Near-miss keys (another case, a space at an end) catch both,
-        // with polite ids too; smoke.toml's hostile ids do as well (README).
+        // with polite ids too; smoke.toml's hostile ids do as well (docs/scenarios.md).
         ("key_lower", DETECT, Invariant::I7),
         ("key_strip", DETECT, Invariant::I7),
         // No BEGIN: an append killed before its commit stays stored.

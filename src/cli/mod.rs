@@ -194,7 +194,7 @@ pub struct RunArgs {
     pub start_seed: u64,
     /// Run only job K's share of the range, of N jobs (`count:K/N`, K from
     /// 1): N jobs together run every seed once. Default: from the
-    /// environment of a CI system's parallel jobs (README, "CI at scale").
+    /// environment of a CI system's parallel jobs (docs/reports.md, "CI at scale").
     #[arg(long, value_name = "count:K/N")]
     pub partition: Option<String>,
     /// Start seeds, in order, until this much wall time is spent (`90s`,

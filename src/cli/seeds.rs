@@ -17,7 +17,7 @@
 //! The flag wins over the environment, and the rows are tried in this
 //! order. Kubernetes and AWS Batch say which job this is but not how many
 //! there are: `CRASHSIM_PARTITIONS` says. A total of 1 is the whole range.
-//! The README carries the same table.
+//! docs/reports.md carries the same table.
 
 use std::time::Duration;
 

@@ -90,8 +90,9 @@ pub struct Mutant {
     engine: &'static dyn Engine,
     settings: Settings,
     roles: Roles,
-    /// The invariants its mistake breaks (the README's "caught by"): the
-    /// detection table records whether the first failing seed broke one.
+    /// The invariants its mistake breaks (docs/mutants.md, the "documented"
+    /// column): the detection table records whether the first failing seed
+    /// broke one.
     pub caught_by: &'static [Invariant],
 }
 

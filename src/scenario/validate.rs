@@ -179,7 +179,8 @@ impl Scenario {
     }
 
     /// The budget rules: a correct store must be able to settle within the
-    /// run's own budgets (module docs, and README "Scenarios").
+    /// run's own budgets (module docs, and docs/scenarios.md, "Budgets the
+    /// loader checks").
     pub fn validate_budget(&self) -> Result<(), Rejection> {
         let budget = Budget::of(self);
         let (run, timing) = (&self.run, &self.timing);

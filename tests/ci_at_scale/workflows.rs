@@ -27,32 +27,9 @@ fn commands(script: &str) -> Vec<Vec<String>> {
     script
         .lines()
         .flat_map(|line| line.split("&&"))
-        .map(words)
+        .map(super::common::shell::words)
         .filter(|words| !words.is_empty())
         .collect()
-}
-
-/// Shell words, quotes removed (no escapes or expansions beyond globs below).
-fn words(command: &str) -> Vec<String> {
-    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-    for c in command.chars() {
-        match (quote, c) {
-            (None, '\'' | '"') => (quote, any) = (Some(c), true),
-            (Some(open), c) if c == open => quote = None,
-            (None, c) if c.is_whitespace() => {
-                if any || !word.is_empty() {
-                    words.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            (_, c) => word.push(c),
-        }
-    }
-    assert!(quote.is_none(), "unbalanced quotes in {command:?}");
-    if any || !word.is_empty() {
-        words.push(word);
-    }
-    words
 }
 
 /// Checks one crashsim command; returns its partition's N, if it has one.
@@ -189,6 +166,6 @@ fn the_gitlab_pipeline_runs_only_commands_the_cli_accepts() {
 
 #[test]
 fn shell_words_split_like_a_shell() {
-    assert_eq!(words(r#"a "b c" 'd' e"#), ["a", "b c", "d", "e"]);
+    assert_eq!(super::common::shell::words(r#"a "b c" 'd' e"#), ["a", "b c", "d", "e"]);
     assert_eq!(commands("x \\\n  y && z"), [vec!["x", "y"], vec!["z"]]);
 }
