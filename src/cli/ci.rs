@@ -80,7 +80,10 @@ impl System {
 
 pub fn ci(command: &CiCommand) -> anyhow::Result<Exit> {
     let CiSubcommand::Init(args) = &command.command;
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(args.system.default_out()));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(args.system.default_out()));
     if !args.force && out.symlink_metadata().is_ok() {
         bail!("{}: already exists; pass --force to replace it", out.display());
     }
@@ -167,7 +170,11 @@ fn cargo_home() -> PathBuf {
 fn installed_from(cargo_home: &Path) -> Option<String> {
     let text = std::fs::read_to_string(cargo_home.join(".crates2.json")).ok()?;
     let installs: serde_json::Value = serde_json::from_str(&text).ok()?;
-    installs.get("installs")?.as_object()?.keys().find_map(|key| git_source(key))
+    installs
+        .get("installs")?
+        .as_object()?
+        .keys()
+        .find_map(|key| git_source(key))
 }
 
 fn git_source(key: &str) -> Option<String> {
