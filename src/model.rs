@@ -85,37 +85,71 @@ pub fn parse_command_id(id: &str) -> Option<(&str, u64, u64)> {
 /// reader could not see or tell apart escaped (`\t`, `\u{a0}`, combining
 /// marks such as `\u{301}`, zero-width and other format characters), so
 /// that `"trip-1 "` and `trip-1`, or NFC and NFD of one name, never look alike.
+/// An id longer than [`SHOWN_MAX`] characters keeps both ends and says, in
+/// the middle, its length and the start of its SHA-256
+/// (`trip-xxxxxxxxxxxxxxxxxxx…[300 chars #1a2b3c]…xxxxxxxxxxxxxxxxxxxxx:1:0`),
+/// so a first line stays one line, the command's `:seq:index` stays in
+/// view, and two ids that differ only in the middle still look different.
+/// (trace.jsonl keeps every id whole.)
 pub struct Shown<'a>(pub &'a str);
+
+/// The longest id shown whole; a longer one keeps [`SHOWN_END`] characters
+/// at each end.
+pub const SHOWN_MAX: usize = 64;
+const SHOWN_END: usize = 24;
 
 impl std::fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use sha2::Digest;
         use std::fmt::Write;
         let tame = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '#');
-        if !self.0.is_empty() && self.0.chars().all(tame) {
-            return f.write_str(self.0);
+        let quoted = self.0.is_empty() || !self.0.chars().all(tame);
+        let length = self.0.chars().count();
+        if quoted {
+            f.write_char('"')?;
         }
-        f.write_char('"')?;
-        for c in self.0.chars() {
-            match c {
-                '"' => f.write_str("\\\"")?,
-                '\\' => f.write_str("\\\\")?,
-                '\t' => f.write_str("\\t")?,
-                '\n' => f.write_str("\\n")?,
-                '\r' => f.write_str("\\r")?,
-                ' ' => f.write_char(' ')?,
-                c if c.is_control()
-                    || c.is_whitespace()
-                    || unicode_normalization::char::is_combining_mark(c)
-                    || unicode_normalization::UnicodeNormalization::nfc(std::iter::once(c)).ne(std::iter::once(c))
-                    || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{fe00}'..='\u{fe0f}') =>
-                {
-                    write!(f, "\\u{{{:x}}}", u32::from(c))?
-                }
-                c => f.write_char(c)?,
-            }
+        if length <= SHOWN_MAX {
+            escaped(f, self.0.chars())?;
+        } else {
+            escaped(f, self.0.chars().take(SHOWN_END))?;
+            // The digest tells apart two long ids that share both ends.
+            let digest = sha2::Sha256::digest(self.0.as_bytes());
+            write!(
+                f,
+                "…[{length} chars #{:02x}{:02x}{:02x}]…",
+                digest[0], digest[1], digest[2]
+            )?;
+            escaped(f, self.0.chars().skip(length - SHOWN_END))?;
         }
-        f.write_char('"')
+        if quoted {
+            f.write_char('"')?;
+        }
+        Ok(())
     }
+}
+
+fn escaped(f: &mut std::fmt::Formatter<'_>, chars: impl Iterator<Item = char>) -> std::fmt::Result {
+    use std::fmt::Write;
+    for c in chars {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\t' => f.write_str("\\t")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            ' ' => f.write_char(' ')?,
+            c if c.is_control()
+                || c.is_whitespace()
+                || unicode_normalization::char::is_combining_mark(c)
+                || unicode_normalization::UnicodeNormalization::nfc(std::iter::once(c)).ne(std::iter::once(c))
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{fe00}'..='\u{fe0f}') =>
+            {
+                write!(f, "\\u{{{:x}}}", u32::from(c))?
+            }
+            c => f.write_char(c)?,
+        }
+    }
+    Ok(())
 }
 
 /// The workflow id a `command_id` was derived from: everything before its

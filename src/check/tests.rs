@@ -449,6 +449,29 @@ fn a_violation_reads_a_workflow_id_with_colons_from_the_right() {
 }
 
 #[test]
+fn a_long_id_is_shown_by_its_ends_its_length_and_a_digest() {
+    use crate::model::{SHOWN_MAX, Shown};
+    let exact = "x".repeat(SHOWN_MAX);
+    assert_eq!(Shown(&exact).to_string(), exact);
+    let long = format!("trip-{}:1:0", "a".repeat(300));
+    let shown = Shown(&long).to_string();
+    assert!(shown.starts_with("trip-aaaaaaaaaaaaaaaaaaa…[309 chars #"), "{shown}");
+    assert!(shown.ends_with("]…aaaaaaaaaaaaaaaaaaaa:1:0"), "{shown}");
+    assert!(shown.chars().count() < 80, "{shown}");
+    // Two ids alike at both ends still read differently.
+    let other = format!("trip-{}b{}:1:0", "a".repeat(150), "a".repeat(149));
+    assert_eq!(other.chars().count(), long.chars().count());
+    assert_ne!(Shown(&other).to_string(), shown);
+    // Quoted and escaped as a short one is, whitespace at the ends visible.
+    let spaced = format!(" {}\u{a0}", "b".repeat(100));
+    let shown = Shown(&spaced).to_string();
+    assert!(
+        shown.starts_with("\" bbb") && shown.ends_with("bbb\\u{a0}\""),
+        "{shown}"
+    );
+}
+
+#[test]
 fn files_sqlite_cannot_read_are_judged_by_integrity_alone() {
     let mut fixture = clean();
     fixture.snapshot = crate::store::Snapshot::unreadable("file is not a database".to_string());

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use super::Page;
 use super::facts::{CommandFacts, Insert, TxEnd};
-use super::text::{Esc, esc};
+use super::text::{Esc, Id, esc};
 use crate::model::StoredEvent;
 use crate::store::Outcome;
 use crate::workflow::payload;
@@ -73,7 +73,7 @@ pub(super) fn insert_line(insert: &Insert<'_>) -> String {
 pub(super) fn event_text(event: &StoredEvent) -> String {
     format!(
         "<code>{}#{}</code> {} <code>{}</code>",
-        Esc(&event.workflow_id),
+        Id(&event.workflow_id),
         event.seq,
         Esc(&event.kind),
         Esc(&event.payload)
@@ -88,7 +88,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
 
     // The event it belongs to, and how it got (or did not get) committed.
     let seq_text = match facts.event_seq {
-        Some(seq) => format!("<code>{}#{seq}</code>", Esc(&facts.workflow_id)),
+        Some(seq) => format!("<code>{}#{seq}</code>", Id(&facts.workflow_id)),
         None => "its event".to_string(),
     };
     let expected = if ghost {
@@ -141,7 +141,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
     let expected = match &facts.expected {
         Some(command) => format!(
             "one row <code>{}</code>: {} <code>{}</code>",
-            Esc(id),
+            Id(id),
             Esc(&command.kind),
             Esc(&command.payload)
         ),
@@ -157,7 +157,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             (
                 format!(
                     "row <code>{}</code>: {} <code>{}</code>, event_seq {}, {}{}",
-                    Esc(&row.command_id),
+                    Id(&row.command_id),
                     Esc(&row.kind),
                     Esc(&row.payload),
                     row.event_seq,
@@ -179,7 +179,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
                 format!(
                     "<span class=\"bad\">no row under this id</span>; a row under an id no decided command has: \
                      <code>{}</code>: {} <code>{}</code>, {}",
-                    Esc(&stray.command_id),
+                    Id(&stray.command_id),
                     Esc(&stray.kind),
                     Esc(&stray.payload),
                     if stray.done { "done" } else { "pending" }
@@ -221,7 +221,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             keys.len(),
             keys.iter()
                 .take(8)
-                .map(|key| format!("<code>{}</code>", Esc(key)))
+                .map(|key| format!("<code>{}</code>", Id(key)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -287,7 +287,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             "{}effect <b>#{}</b> key <code>{}</code>: {} <code>{}</code> → <code>{}</code>{}{}",
             if found.is_empty() { "" } else { "<br>" },
             effect.effect_id,
-            Esc(&effect.key),
+            Id(&effect.key),
             Esc(&effect.kind),
             Esc(&effect.payload),
             Esc(&effect.result),
@@ -336,7 +336,7 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
             .map(|record| {
                 format!(
                     "key <code>{}</code> → effect #{}, result <code>{}</code>",
-                    Esc(&record.key),
+                    Id(&record.key),
                     record.effect_id,
                     Esc(&record.result)
                 )

@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use super::Page;
 use super::facts::{AckFate, CommandFacts, LeaseStep, RetryStep, TxEnd};
-use super::text::{Esc, command_anchor, violation_anchor};
+use super::text::{Esc, Id, command_anchor, violation_anchor};
 
 /// Violations linked per row before "+n".
 const VIOLATION_LINKS_MAX: usize = 6;
@@ -79,7 +79,7 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
         "<tr id=\"{anchor}\" class=\"{}\"><td class=\"id\"><a class=\"mono\" href=\"#{anchor}\">{}</a> \
          <span class=\"badge {class}\">{status}</span>",
         if involved { "involved" } else { "quiet" },
-        Esc(&facts.id)
+        Id(&facts.id)
     );
     if involved {
         let links: Vec<String> = facts
@@ -263,7 +263,7 @@ fn row(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
                     out,
                     "<td><span class=\"bad\">no row under this id</span>\
                      <span class=\"sub\">a row under an id no decided command has: <code>{}</code></span></td>",
-                    Esc(&stray.command_id)
+                    Id(&stray.command_id)
                 );
             }
             None => out.push_str("<td><span class=\"bad\">no row</span></td>"),

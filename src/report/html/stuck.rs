@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::Page;
-use super::text::{Esc, command_link};
+use super::text::{Esc, Id, command_link};
 use crate::check::History;
 use crate::check::stuck::{self, Waits};
 
@@ -58,7 +58,7 @@ pub(super) fn block(out: &mut String, page: &Page<'_>) {
         let _ = writeln!(
             out,
             "<tr><td><code>{}</code></td><td>{}</td><td>{head}</td><td>{waits}</td><td>{state}</td></tr>",
-            Esc(&workflow.workflow_id),
+            Id(&workflow.workflow_id),
             Esc(&workflow.phase)
         );
     }

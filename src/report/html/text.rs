@@ -28,6 +28,18 @@ impl fmt::Display for Esc<'_> {
     }
 }
 
+/// An id (workflow, command, key) as the page shows it: as messages show it
+/// (`model::Shown`: quoted when it holds anything but tame characters, so
+/// whitespace at its ends is seen; capped in length, both ends kept), then
+/// escaped.
+pub struct Id<'a>(pub &'a str);
+
+impl fmt::Display for Id<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Esc(&crate::model::Shown(self.0).to_string()).fmt(f)
+    }
+}
+
 /// `text` escaped, as a `String`.
 pub fn esc(text: &str) -> String {
     Esc(text).to_string()
@@ -70,7 +82,7 @@ pub fn command_link(command_id: &str) -> String {
     format!(
         "<a class=\"id\" href=\"#{}\">{}</a>",
         command_anchor(command_id),
-        Esc(command_id)
+        Id(command_id)
     )
 }
 
@@ -108,6 +120,16 @@ mod tests {
         );
         assert_eq!(esc("plain"), "plain");
         assert_eq!(esc("é → ü"), "é → ü");
+    }
+
+    #[test]
+    fn ids_show_their_whitespace_and_keep_a_bounded_length() {
+        assert_eq!(Id("trip-1:1:0").to_string(), "trip-1:1:0");
+        assert_eq!(Id(" trip-1:1:0").to_string(), "&quot; trip-1:1:0&quot;");
+        assert_eq!(Id("t<b>\t").to_string(), "&quot;t&lt;b&gt;\\t&quot;");
+        let long = Id(&format!("{}:1:0", "w".repeat(500))).to_string();
+        assert!(long.contains("…[504 chars #") && long.ends_with(":1:0"), "{long}");
+        assert!(long.chars().count() < 80, "{long}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::facts::Kill;
-use super::text::{Esc, command_anchor, command_link, tick_link, violation_anchor};
+use super::text::{Esc, Id, command_anchor, command_link, tick_link, violation_anchor};
 use super::{Page, expected};
 use crate::check::{Invariant, Violation};
 use crate::model::command_id;
@@ -77,9 +77,9 @@ fn about(page: &Page<'_>, violation: &Violation) -> String {
             Some(id) if violation.command_id.is_none() => parts.push(format!(
                 "workflow <a href=\"#{}\"><code>{}</code></a>",
                 command_anchor(&id),
-                Esc(workflow)
+                Id(workflow)
             )),
-            _ => parts.push(format!("workflow <code>{}</code>", Esc(workflow))),
+            _ => parts.push(format!("workflow <code>{}</code>", Id(workflow))),
         }
     }
     if let Some(command) = &violation.command_id {
