@@ -106,3 +106,36 @@ fn attribute_values<'p>(page: &'p str, prefix: &str) -> Vec<&'p str> {
         })
         .collect()
 }
+
+/// A receiver that trims keys (`key_trim`) answers a near-miss probe with
+/// the original key's result: the I7 card must show the probe and the
+/// answer, in its trace lines and as a red row of expected vs found.
+#[test]
+fn an_i7_near_miss_card_shows_the_probe_and_the_receivers_answer() {
+    let loaded = common::load("scenarios/smoke.toml")
+        .with_mutant("key_trim")
+        .expect("known mutant");
+    let work = common::work_dir();
+    let result = common::run(&loaded, 0, work.path());
+    let first = result.violations.first().expect("key_trim is caught at seed 0");
+    assert!(
+        first.message.contains("was answered with the result of"),
+        "{}",
+        first.message
+    );
+    let page = report::html::seed_page(&result, "crashsim replay smoke --seed 0 --mutant key_trim");
+    let card_start = page
+        .find("<article class=\"violation\" id=\"v1\">")
+        .expect("the first card");
+    let card = &page[card_start..card_start + page[card_start..].find("</article>").expect("card ends")];
+    for line in ["near-miss probe ", "prober: duplicate", "probe reply "] {
+        assert!(card.contains(line), "the card's trace leaves out {line:?}");
+    }
+    let row_start = card.find("<th>near-miss probes</th>").expect("a near-miss row");
+    let row = &card[row_start..row_start + card[row_start..].find("</tr>").expect("row ends")];
+    assert!(
+        row.contains("class=\"found-bad\""),
+        "the near-miss row is not red: {row}"
+    );
+    assert!(row.contains("answered with the result of"), "{row}");
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
-use super::output::replay_command;
+use super::output::{replay_command, shrink_command};
 use super::sut::Choice;
 use super::{Format, MutantsArgs};
 use crate::detect::{self, Row, Settings, Subject};
@@ -204,7 +204,13 @@ fn write_reports(
         };
         let result = runner::run_seed(&loaded, seed, &options)?;
         let seed_dir = dir.join(&row.mutant).join(format!("{name}-{seed}"));
-        report::write_seed_to(&seed_dir, &result, &replay_command(&loaded, seed, &flags))?;
+        let replay = replay_command(&loaded, seed, &flags);
+        let shrink = shrink_command(&loaded, seed, &flags);
+        let steps = report::NextSteps {
+            replay: &replay,
+            shrink: Some(&shrink),
+        };
+        report::write_seed_to(&seed_dir, &result, steps)?;
     }
     Ok(())
 }

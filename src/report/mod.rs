@@ -41,17 +41,39 @@ pub fn seed_dir(root: &Path, scenario: &str, seed: u64) -> PathBuf {
     root.join(scenario).join(seed.to_string())
 }
 
+/// The commands a seed's report offers as next steps: the one that replays
+/// it and, where the seed can still be shrunk, the one that shrinks it.
+#[derive(Clone, Copy)]
+pub struct NextSteps<'a> {
+    pub replay: &'a str,
+    pub shrink: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for NextSteps<'a> {
+    /// A replay command alone (a shrunk seed, or a Rust harness's call).
+    fn from(replay: &'a str) -> Self {
+        NextSteps { replay, shrink: None }
+    }
+}
+
+impl<'a> From<&'a String> for NextSteps<'a> {
+    fn from(replay: &'a String) -> Self {
+        NextSteps::from(replay.as_str())
+    }
+}
+
 /// Writes a seed's verdict, trace and page under `root/<scenario>/<seed>/`;
 /// returns that folder.
-pub fn write_seed(root: &Path, result: &SeedResult, replay: &str) -> std::io::Result<PathBuf> {
+pub fn write_seed<'a>(root: &Path, result: &SeedResult, steps: impl Into<NextSteps<'a>>) -> std::io::Result<PathBuf> {
     let dir = seed_dir(root, &result.scenario, result.seed);
-    write_seed_to(&dir, result, replay)?;
+    write_seed_to(&dir, result, steps)?;
     Ok(dir)
 }
 
 /// Writes a seed's verdict, trace and page into `dir`.
-pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::Result<()> {
-    let record = json::SeedRecord::new(result, Some(replay.to_string()));
+pub fn write_seed_to<'a>(dir: &Path, result: &SeedResult, steps: impl Into<NextSteps<'a>>) -> std::io::Result<()> {
+    let steps = steps.into();
+    let record = json::SeedRecord::new(result, Some(steps.replay.to_string()));
     let mut text = serde_json::to_string_pretty(&record).expect("records serialise");
     text.push('\n');
     atomic::write(&dir.join("result.json"), text.as_bytes())?;
@@ -64,7 +86,7 @@ pub fn write_seed_to(dir: &Path, result: &SeedResult, replay: &str) -> std::io::
         }
         atomic::write(&dir.join("trace.txt"), human.as_bytes())?;
     }
-    atomic::write(&dir.join("report.html"), html::seed_page(result, replay).as_bytes())?;
+    atomic::write(&dir.join("report.html"), html::seed_page(result, steps).as_bytes())?;
     for artifact in &result.artifacts {
         atomic::write(&dir.join(&artifact.name), &artifact.content)?;
     }

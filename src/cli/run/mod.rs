@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 
 mod human;
 
-use super::output::{progress, replay_command};
+use super::output::{progress, replay_command, shrink_command};
 use super::seeds::{self, Chosen};
 use super::sut::Choice;
 use super::workdir::WorkDir;
@@ -353,7 +353,12 @@ fn run_scenario(
                         if let Some(root) = args.reports.root()
                             && report_error.is_none()
                         {
-                            match report::write_seed(root, result, &replay) {
+                            let shrink = shrink_command(loaded, seed, &flags);
+                            let steps = report::NextSteps {
+                                replay: &replay,
+                                shrink: Some(&shrink),
+                            };
+                            match report::write_seed(root, result, steps) {
                                 Ok(dir) => {
                                     report_dirs.insert(seed, dir);
                                 }

@@ -391,6 +391,8 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
         );
     }
 
+    near_misses(out, page, facts);
+
     // Marked done.
     let effect_results: Vec<&str> = genuine.iter().map(|(effect, _)| effect.result.as_str()).collect();
     let (mut found, good) = match facts.row {
@@ -440,6 +442,70 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
         Some(good),
     );
     out.push_str("</table>\n");
+}
+
+/// Near-miss probes of the command (its exact request under another case,
+/// a padded key or the other Unicode form) and the receiver's answers:
+/// another operation must be applied as new or refused retryably, never
+/// answered with this command's result nor called a conflict.
+fn near_misses(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
+    let history = &page.facts.history;
+    let ours: Vec<(&str, crate::workload::NearMiss)> = history
+        .near_misses
+        .iter()
+        .filter(|(_, (of, _))| *of == facts.id)
+        .map(|(key, (_, form))| (*key, *form))
+        .collect();
+    if ours.is_empty() {
+        return;
+    }
+    let results: Vec<&str> = facts.effects.iter().map(|(effect, _)| effect.result.as_str()).collect();
+    let mut good = true;
+    let mut lines = Vec::new();
+    for (key, form) in &ours {
+        let answers: Vec<String> = history
+            .probe_replies
+            .iter()
+            .filter(|(_, replied, _)| replied == key)
+            .map(|(tick, _, outcome)| {
+                let text = match outcome {
+                    Outcome::Applied { result } => format!("applied as a new operation ({})", Esc(result)),
+                    Outcome::Retryable { error } => format!("refused, retryable ({})", Esc(error)),
+                    Outcome::Duplicate { result } if results.contains(&result.as_str()) => {
+                        good = false;
+                        format!(
+                            "<span class=\"bad\">answered with the result of {}</span> ({})",
+                            Id(&facts.id),
+                            Esc(result)
+                        )
+                    }
+                    Outcome::Duplicate { result } => format!("a repeat of itself ({})", Esc(result)),
+                    Outcome::Conflict => {
+                        good = false;
+                        "<span class=\"bad\">rejected as a conflict</span>".to_string()
+                    }
+                };
+                format!("tick {tick}: {text}")
+            })
+            .collect();
+        lines.push(format!(
+            "key <code>{}</code> ({}): {}",
+            Id(key),
+            esc(form.describe()),
+            if answers.is_empty() {
+                "no answer".to_string()
+            } else {
+                answers.join("; ")
+            }
+        ));
+    }
+    row(
+        out,
+        "near-miss probes",
+        "each another operation: applied anew or refused, never answered with this command's result nor called a conflict",
+        &lines.join("<br>"),
+        Some(good),
+    );
 }
 
 fn join_ticks(ticks: &[u64]) -> String {

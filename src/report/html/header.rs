@@ -1,5 +1,8 @@
 //! The page header: what ran, the verdict, the faults in force and the kills
-//! that fired, and the one command that replays the seed.
+//! that fired, the one command that replays the seed and, for a failing
+//! seed, the next steps: the command that shrinks it and what each broken
+//! invariant requires (the rule itself, from docs/protocol.md, so the page
+//! stays self-contained).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -86,13 +89,13 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         let _ = write!(out, "<span class=\"chip kill\">{} ×{count}</span>", Esc(point));
     }
     out.push_str("</td></tr>\n");
-    let _ = writeln!(
-        out,
-        "<tr><th>replay</th><td><pre class=\"cmd\" id=\"replay\">{}</pre>\
-         <button type=\"button\" class=\"copy\" \
-         onclick=\"navigator.clipboard.writeText(document.getElementById('replay').textContent)\">copy</button></td></tr>",
-        Esc(page.replay)
-    );
+    copyable(out, "replay", "replay", page.steps.replay);
+    if !result.ok {
+        if let Some(shrink) = page.steps.shrink {
+            copyable(out, "shrink", "then shrink it", shrink);
+        }
+        explained(out, page);
+    }
     out.push_str("</table>\n</header>\n");
     let _ = writeln!(
         out,
@@ -101,4 +104,66 @@ pub(super) fn write(out: &mut String, page: &Page<'_>) {
         result.violations.len(),
         page.facts.listed_commands().len()
     );
+}
+
+/// A row holding a command to paste, with a copy button.
+fn copyable(out: &mut String, id: &str, label: &str, command: &str) {
+    let _ = writeln!(
+        out,
+        "<tr><th>{label}</th><td><pre class=\"cmd\" id=\"{id}\">{}</pre>\
+         <button type=\"button\" class=\"copy\" \
+         onclick=\"navigator.clipboard.writeText(document.getElementById('{id}').textContent)\">copy</button></td></tr>",
+        Esc(command)
+    );
+}
+
+/// One row per invariant the seed broke: its rule as docs/protocol.md
+/// states it, and where to read more.
+fn explained(out: &mut String, page: &Page<'_>) {
+    let broken: std::collections::BTreeSet<Invariant> = page
+        .result
+        .violations
+        .iter()
+        .map(|violation| violation.invariant)
+        .collect();
+    for invariant in broken {
+        let _ = write!(out, "<tr><th>{invariant} requires</th><td>");
+        match rule(invariant) {
+            Some(rule) => out.push_str(&with_code(rule)),
+            None => out.push_str(&Esc(invariant.title()).to_string()),
+        }
+        let _ = writeln!(
+            out,
+            " <span class=\"note\">(docs/protocol.md, \"Invariants\"; <code>crashsim list</code>)</span></td></tr>"
+        );
+    }
+}
+
+/// The invariants table of docs/protocol.md, built into the binary.
+const PROTOCOL_DOC: &str = include_str!("../../../docs/protocol.md");
+
+/// The rule of `invariant` as its row in docs/protocol.md's invariants
+/// table states it (`| I2 | rule | checked by |`); none for A1 and D1,
+/// which that table does not hold.
+pub(super) fn rule(invariant: Invariant) -> Option<&'static str> {
+    let start = format!("| {invariant} | ");
+    PROTOCOL_DOC.lines().find_map(|line| {
+        let rest = line.strip_prefix(&start)?;
+        let (rule, _checked_by) = rest.rsplit_once(" | ")?;
+        Some(rule.trim())
+    })
+}
+
+/// Markdown's `code` spans as `<code>`, everything escaped.
+fn with_code(text: &str) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(index, part)| {
+            if index % 2 == 1 {
+                format!("<code>{}</code>", Esc(part))
+            } else {
+                Esc(part).to_string()
+            }
+        })
+        .collect()
 }

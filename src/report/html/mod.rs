@@ -36,6 +36,7 @@ mod tests_timers;
 
 use std::fmt::Write;
 
+use super::NextSteps;
 use crate::check::Snapshot;
 use crate::runner::SeedResult;
 use crate::trace::TraceEvent;
@@ -46,22 +47,22 @@ pub use text::esc;
 /// What every section reads.
 struct Page<'a> {
     result: &'a SeedResult,
-    replay: &'a str,
+    steps: NextSteps<'a>,
     events: &'a [TraceEvent],
     snapshot: &'a Snapshot,
     facts: Facts<'a>,
 }
 
-/// The report page of one seed. `replay` is the command that replays it.
-/// A result without its trace or snapshot (a passing seed run without
-/// `keep_traces`) still gives a page, with those sections empty.
-pub fn seed_page(result: &SeedResult, replay: &str) -> String {
+/// The report page of one seed. `steps` are the commands that replay it
+/// (and shrink it). A result without its trace or snapshot (a passing seed
+/// run without `keep_traces`) still gives a page, with those sections empty.
+pub fn seed_page<'a>(result: &'a SeedResult, steps: impl Into<NextSteps<'a>>) -> String {
     let empty = Snapshot::default();
     let events = result.events.as_deref().unwrap_or_default();
     let snapshot = result.snapshot.as_ref().unwrap_or(&empty);
     let page = Page {
         result,
-        replay,
+        steps: steps.into(),
         events,
         snapshot,
         facts: Facts::new(events, snapshot, &result.violations),

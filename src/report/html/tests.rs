@@ -397,3 +397,42 @@ fn a_duplicate_shows_the_lookups_that_raced() {
         "both lookups are among the violation's trace lines"
     );
 }
+
+#[test]
+fn a_failing_page_says_the_next_steps_and_what_each_broken_invariant_requires() {
+    let result = hostile_result();
+    let steps = crate::report::NextSteps {
+        replay: "crashsim replay x --seed 7",
+        shrink: Some("crashsim shrink x --seed 7"),
+    };
+    let page = seed_page(&result, steps);
+    assert!(
+        page.contains("id=\"shrink\">crashsim shrink x --seed 7</pre>"),
+        "no shrink command"
+    );
+    for invariant in result.violations.iter().map(|violation| violation.invariant) {
+        let rule = super::header::rule(invariant).expect("docs/protocol.md states the rule");
+        let first_words: String = rule.chars().take(12).collect();
+        assert!(
+            page.contains(&format!("<th>{invariant} requires</th>")),
+            "{invariant} not explained"
+        );
+        assert!(
+            page.contains(&*super::text::esc(&first_words)),
+            "{invariant}'s rule not quoted"
+        );
+    }
+    // Without a shrink command (a shrunk seed's page) the row is left out.
+    assert!(!seed_page(&result, "crashsim replay x --seed 7").contains("id=\"shrink\""));
+}
+
+#[test]
+fn docs_protocol_states_the_rule_of_every_invariant_the_checkers_judge() {
+    for invariant in Invariant::ALL {
+        let rule = super::header::rule(invariant);
+        match invariant {
+            Invariant::A1 | Invariant::D1 => assert!(rule.is_none()),
+            _ => assert!(rule.is_some_and(|rule| rule.len() > 20), "{invariant} has no row"),
+        }
+    }
+}

@@ -228,7 +228,9 @@ fn the_command_row_lists_attempts_replaced_replies_and_the_dead_letter() {
 
 #[test]
 fn a_run_without_timers_or_clock_faults_shows_none_of_it() {
-    let page = seed_page(&hostile_result(), "crashsim replay x --seed 7");
+    let whole = seed_page(&hostile_result(), "crashsim replay x --seed 7");
+    // The header quotes the broken invariants' rules, which name retries.
+    let (_header, page) = whole.split_once("</header>").expect("a header");
     for absent in [
         "<th>retries</th>",
         "<tspan class=\"clocktext\">",

@@ -298,6 +298,9 @@ fn trace_lines(page: &Page<'_>, violation: &Violation) -> Vec<usize> {
             .map(|command| command.workflow_id.as_str())
             .unwrap_or_default();
         let mine = |key: &str| facts.command_of(key) == command;
+        // Near misses of it: its request under another key, and the
+        // receiver's handling and answer, which show an inexact compare.
+        let near = |key: &str| facts.history.near_misses.get(key).is_some_and(|(of, _)| of == command);
         for (index, event) in page.events.iter().enumerate() {
             let relevant = match &event.op {
                 Op::InsertCommand { command_id }
@@ -318,7 +321,8 @@ fn trace_lines(page: &Page<'_>, violation: &Violation) -> Vec<usize> {
                 // A receiver's lookups show a check-then-act race: two
                 // `lookup …: new` of one key before either effect.
                 | Op::Lookup { key, .. }
-                | Op::Apply { key, .. } => mine(key),
+                | Op::Apply { key, .. } => mine(key) || near(key),
+                Op::NearMiss { key, .. } | Op::Receive { key, .. } | Op::Respond { key, .. } => near(key),
                 // A writer that finds the event without its commands says so by workflow and seq.
                 Op::Failed { error, .. } => {
                     error.contains(command.as_str())
