@@ -146,9 +146,9 @@ impl Adapter {
                 retries: identity.can(protocol::RETRIES),
                 fork: fork && identity.can(fork::CAPABILITY),
             },
+            files: file_hashes(command, &identity.sources),
             identity,
             engine: &ReferenceEngine,
-            files: file_hashes(command),
             vfs,
         })
     }
@@ -365,11 +365,14 @@ pub fn with_stderr_tails(dir: &Path, text: &str) -> String {
 }
 
 /// SHA-256 (first 16 hex digits) of every word of `command` that names a
-/// file: the adapter's scripts. Executables (the interpreter) are left out.
-fn file_hashes(command: &str) -> BTreeMap<String, String> {
+/// file (the adapter's scripts; executables, such as the interpreter, are
+/// left out) and of every file the adapter's hello lists as its `sources`
+/// (the modules it imports), named as given.
+fn file_hashes(command: &str, sources: &[String]) -> BTreeMap<String, String> {
     command
         .split_whitespace()
         .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
+        .chain(sources.iter().map(String::as_str))
         .filter(|word| Path::new(word).is_file())
         .filter_map(|word| {
             let bytes = std::fs::read(word).ok()?;

@@ -133,6 +133,12 @@ pub struct Identity {
     /// Optional capabilities beyond version 1's ops: `leases`, `retries`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
+    /// Optional: the files the store is made of beyond those its command
+    /// names (modules the adapter imports), relative to crashsim's working
+    /// directory or absolute. crashsim hashes them with the command's own,
+    /// so a capsule can tell when the store changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl Identity {

@@ -156,6 +156,7 @@ impl Server<'_> {
                     .filter(|(has, _)| *has)
                     .map(|(_, capability)| capability.to_string())
                     .collect(),
+                    sources: Vec::new(),
                 };
                 Ok(serde_json::to_value(identity).expect("identities serialise"))
             }

@@ -153,7 +153,9 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
         println!("  {:<32} {reach}", point.name());
     }
     if !adapter.files().is_empty() {
-        println!("\nfiles its command names (recorded in reports and capsules):");
+        println!(
+            "\nfiles of the store (its command names them or its hello lists them as `sources`; recorded in reports and capsules):"
+        );
         for (file, hash) in adapter.files() {
             println!("  {file}  sha256 {hash}…");
         }

@@ -56,8 +56,10 @@ class ExampleCase(AdapterCase):
 class HandshakeTest(ExampleCase):
     def test_step_by_default_call_on_request(self):
         step = self.spawn()
+        hello = dict(step.hello)
+        self.assertIn("adapters/python/example_store.py", hello.pop("sources"))
         self.assertEqual(
-            step.hello,
+            hello,
             {
                 "protocol": 1,
                 "name": "example_store",

@@ -11,8 +11,18 @@ from tests.driver import TOY, AdapterCase, append_two, command, request
 class HandshakeTest(AdapterCase):
     def test_step_classes_are_served_as_step(self):
         toy = self.spawn("step", script=TOY)
+        hello = dict(toy.hello)
+        # The files of the modules it loaded from the working directory
+        # (the repository root here): the adapter script and the SDK.
+        sources = hello.pop("sources")
+        self.assertIn("adapters/python/tests/toy_adapter.py", sources)
+        self.assertIn("adapters/python/crashsim_adapter/protocol.py", sources)
+        self.assertEqual(sources, sorted(sources))
+        self.assertFalse(
+            [s for s in sources if s.startswith("..") or not s.endswith(".py")]
+        )
         self.assertEqual(
-            toy.hello,
+            hello,
             {
                 "protocol": 1,
                 "name": "toy",

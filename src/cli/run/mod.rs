@@ -161,8 +161,18 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 &work_dir,
                 &filesystem,
             );
-            report::write_summary(root, &loaded.label(), &own)
+            let dir = report::write_summary(root, &loaded.label(), &own)
                 .with_context(|| format!("writing the summary under {}", root.display()))?;
+            if human {
+                let (bytes, seeds) = report::folder_size(&dir);
+                println!(
+                    "  report: {}/ ({} failing seed folder{}, {})",
+                    dir.display(),
+                    seeds,
+                    if seeds == 1 { "" } else { "s" },
+                    number::bytes(bytes)
+                );
+            }
         }
         summaries.push(summary);
     }

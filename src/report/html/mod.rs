@@ -86,7 +86,8 @@ pub fn seed_page<'a>(result: &'a SeedResult, steps: impl Into<NextSteps<'a>>) ->
     let _ = write!(
         out,
         "<footer>crashsim {} · this page is self-contained: no network, no external files; \
-         the full trace is <code>trace.jsonl</code> (hash {}) and <code>trace.txt</code> beside it.</footer>\n\
+         the full trace is <code>trace.jsonl</code> (hash {}) and <code>trace.txt</code> beside it \
+         (as <code>.gz</code> when large).</footer>\n\
          </body>\n</html>\n",
         env!("CARGO_PKG_VERSION"),
         Esc(&result.trace_hash)
