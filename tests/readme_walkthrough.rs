@@ -1,0 +1,178 @@
+//! The README's "Test your own store in ten minutes", followed as a new
+//! user would: in a fresh repository holding a Python store (the example,
+//! as `my_adapter.py`, with a bug switched on), with crashsim on `PATH` and
+//! a fresh virtual environment first on it, the README's own `sh` blocks
+//! run in order by bash: the SDK written from the binary and installed,
+//! the run that catches the bug, the replay, the shrink into the user's
+//! corpus, the corpus replayed, the bug fixed and the passing run pinned,
+//! the CI files written. Only the blocks that need the network (`cargo
+//! install`, `pip install git+…`) are left out: this build is on `PATH`.
+//! Two rewrites keep it short and exact: `--seeds 200` runs 3 seeds, and
+//! the README's example seed 17 becomes the first seed that failed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `sh` blocks of the README's walkthrough, in order.
+fn walkthrough_blocks() -> Vec<String> {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).expect("README");
+    let start = readme.find("## Test your own store").expect("the walkthrough section");
+    let section = &readme[start..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |end| end + 3);
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in section[..end].lines() {
+        match (&mut current, line.trim_start()) {
+            (None, "```sh") => current = Some(String::new()),
+            (Some(_), "```") => blocks.push(current.take().expect("in a block")),
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+struct Repository {
+    _temp: tempfile::TempDir,
+    dir: PathBuf,
+    path: String,
+}
+
+impl Repository {
+    fn new(python: &str) -> Repository {
+        let temp = tempfile::tempdir().expect("a temp dir");
+        let dir = temp.path().join("repo");
+        std::fs::create_dir(&dir).expect("the repository");
+        let adapters = common::root().join("adapters/python");
+        for (from, to) in [
+            ("example_store.py", "my_adapter.py"),
+            ("example_schema.py", "example_schema.py"),
+            ("example_options.py", "example_options.py"),
+        ] {
+            std::fs::copy(adapters.join(from), dir.join(to)).expect("copying the example");
+        }
+        let venv = temp.path().join("venv");
+        let made = Command::new(python)
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .expect("venv");
+        assert!(made.status.success(), "{}", common::stderr(&made));
+        let crashsim = Path::new(env!("CARGO_BIN_EXE_crashsim"))
+            .parent()
+            .expect("the binary's folder");
+        let path = format!(
+            "{}:{}:{}",
+            venv.join("bin").display(),
+            crashsim.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Repository { dir, path, _temp: temp }
+    }
+
+    /// `script` by bash in the repository, the store's bug switched on or off.
+    fn sh(&self, script: &str, bug: Option<&str>) -> Output {
+        let mut command = Command::new("bash");
+        command
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(&self.dir)
+            .env("PATH", &self.path)
+            .env("CI", "true")
+            .env_remove("PYTHONPATH")
+            .env_remove("EXAMPLE_STORE_BUG");
+        if let Some(bug) = bug {
+            command.env("EXAMPLE_STORE_BUG", bug);
+        }
+        command.output().expect("bash runs")
+    }
+}
+
+fn expect(output: &Output, code: i32, what: &str) -> String {
+    let out = common::stdout(output);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{what}: exit {:?}\n{out}{}",
+        output.status.code(),
+        common::stderr(output)
+    );
+    out
+}
+
+#[test]
+fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
+    let Some(python) = common::python() else { return };
+    let repo = Repository::new(&python);
+    // A receiver that strips keys: `key_strip` answers a near-miss key with
+    // the original key's result (I7), and settles, so a seed is quick.
+    let bug = Some("key_strip");
+    let mut seed: Option<String> = None;
+    let mut ran = Vec::new();
+    for block in walkthrough_blocks() {
+        if block.contains("cargo install") || block.contains("git+") {
+            continue;
+        }
+        let mut script = block.replace("--seeds 200", "--seeds 3");
+        if let Some(seed) = &seed {
+            script = script
+                .replace("--seed 17", &format!("--seed {seed}"))
+                .replace("smoke-17", &format!("smoke-{seed}"));
+        }
+        let output = repo.sh(&script, bug);
+        if script.contains("crashsim run smoke") {
+            let out = expect(&output, 1, &script);
+            let failed = out
+                .lines()
+                .find_map(|line| line.strip_prefix("fail: seed="))
+                .and_then(|rest| rest.split_whitespace().next())
+                .expect("a failing seed");
+            assert!(out.contains("note: shrink it to a small trace"), "{out}");
+            let page = repo
+                .dir
+                .join(format!("reports/smoke+example_store_key_strip/{failed}/report.html"));
+            assert!(page.is_file(), "the README's report page is at {}", page.display());
+            seed = Some(failed.to_string());
+        } else if script.contains("crashsim replay smoke") || script.contains("crashsim shrink") {
+            assert!(seed.is_some(), "{script} runs after a failure was found");
+            expect(&output, 1, &script);
+        } else {
+            expect(&output, 0, &script);
+        }
+        ran.push(script);
+    }
+    let seed = seed.expect("the walkthrough runs the store");
+    for step in [
+        "crashsim sdk python",
+        "pip install",
+        "crashsim run smoke",
+        "crashsim replay smoke",
+        "crashsim shrink",
+        "crashsim run --regressions",
+        "crashsim ci init github",
+    ] {
+        assert!(
+            ran.iter().any(|script| script.contains(step)),
+            "the walkthrough no longer runs `{step}`"
+        );
+    }
+    let capsule = repo.dir.join(format!("crashsim-regressions/smoke-{seed}.toml"));
+    assert!(capsule.is_file(), "the shrink wrote the capsule into the corpus");
+    assert!(repo.dir.join(".github/workflows/crashsim.yml").is_file());
+    assert!(repo.dir.join(".gitlab-ci.yml").is_file());
+
+    // Step 7: the bug fixed, the passing run pinned in its place; the
+    // corpus then replays green against the fixed store.
+    let pin = format!(
+        "crashsim replay smoke --sut \"python3 my_adapter.py\" --seed {seed} --quiet --save-capsule crashsim-regressions/smoke-{seed}.toml"
+    );
+    expect(&repo.sh(&pin, None), 0, &pin);
+    let corpus = "crashsim run --regressions crashsim-regressions";
+    expect(&repo.sh(corpus, None), 0, corpus);
+    // And the pinned capsule is a gate: the bug back, it goes red.
+    expect(&repo.sh(corpus, bug), 1, corpus);
+}
