@@ -109,13 +109,54 @@ fn the_regression_corpus_keeps_its_verdicts() {
         .filter(|entry| entry.as_ref().unwrap().path().extension().is_some_and(|e| e == "toml"))
         .count();
     assert!(count > 0, "the corpus is empty");
-    let output = crashsim(&["run", "--regressions"]);
+    let reports = work_dir();
+    let output = crashsim(&["run", "--regressions", "--report", reports.path().to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     assert!(
         stdout(&output).contains(&format!("regressions: {count} capsule(s), 0 not as recorded")),
         "{}",
         stdout(&output)
     );
+    // A test case per capsule for CI systems, and the same as JSON.
+    let junit = std::fs::read_to_string(reports.path().join("regressions/junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), count, "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.path().join("regressions/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["capsules"], count);
+    assert_eq!(summary["not_as_recorded"], 0);
+}
+
+#[test]
+fn a_capsule_that_no_longer_gives_its_verdict_is_a_failing_test_case_with_its_report() {
+    // A capsule recording a mutant's failure, replayed as if the bug were
+    // fixed: it passes, which is not what it records.
+    let dir = work_dir();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    let recorded = std::fs::read_to_string(root().join("scenarios/regressions/smoke+key_trim-0.toml")).unwrap();
+    let fixed = recorded
+        .replace("mutant = \"key_trim\"\n", "")
+        .replace("store = \"key_trim\"\n", "store = \"reference\"\n");
+    assert_ne!(fixed, recorded, "the capsule names its mutant");
+    std::fs::write(corpus.join("fixed.toml"), fixed).unwrap();
+    let reports = dir.path().join("reports");
+    // An earlier run's folder for a capsule is cleared.
+    std::fs::create_dir_all(reports.join("regressions/stale")).unwrap();
+    let output = crashsim(&[
+        "run",
+        "--regressions",
+        corpus.to_str().unwrap(),
+        "--report",
+        reports.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let junit = std::fs::read_to_string(reports.join("regressions/junit.xml")).unwrap();
+    assert!(junit.contains("fixed.toml") && junit.contains("<failure"), "{junit}");
+    assert!(junit.contains("replay --capsule"), "{junit}");
+    assert!(reports.join("regressions/fixed/result.json").is_file());
+    assert!(!reports.join("regressions/stale").exists());
 }
 
 #[test]

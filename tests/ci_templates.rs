@@ -248,6 +248,14 @@ impl UserRepository {
         assert!(output.status.success(), "{}", common::stderr(&output));
     }
 
+    /// The corpus job's JUnit file, which the template publishes: a
+    /// passing test case for the capsule.
+    fn regressions_reported(&self) {
+        let junit = std::fs::read_to_string(self.dir.join("reports/regressions/junit.xml"))
+            .expect("the regression corpus's JUnit file");
+        assert!(junit.contains("smoke-3.toml") && !junit.contains("<failure"), "{junit}");
+    }
+
     fn merged(&self) {
         let junit = std::fs::read_to_string(self.dir.join("reports/merged/junit.xml")).expect("the merged JUnit file");
         assert!(junit.contains("<testsuite"), "{junit}");
@@ -282,6 +290,7 @@ fn the_github_template_gates_the_python_example_end_to_end() {
     }
     repo.corpus(&values["ADAPTER"]);
     repo.job("regressions", &jobs["regressions"], &values);
+    repo.regressions_reported();
     repo.job("merge", &jobs["merge"], &values);
     repo.merged();
 }
@@ -304,6 +313,7 @@ fn the_gitlab_template_gates_the_python_example_end_to_end() {
     }
     repo.corpus(&values["ADAPTER"]);
     repo.job("regressions", &jobs["regressions"], &values);
+    repo.regressions_reported();
     repo.job("merge", &jobs["merge"], &values);
     repo.merged();
 }

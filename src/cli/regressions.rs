@@ -1,17 +1,26 @@
 //! `crashsim run --regressions [DIR]`: replays every capsule in the
 //! regression corpus and checks each still gives the verdict it records
 //! (a mutant's failure keeps failing with its invariant; a reference pass
-//! keeps passing).
+//! keeps passing). Its report goes to `<report>/regressions/`: JUnit (a
+//! test case per capsule), `summary.json`, and a folder per capsule that
+//! no longer gives its verdict, named by the capsule's file stem.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
 
+use super::output::replay_command_prefix;
 use super::{Format, RunArgs};
+use crate::adapter::shell_word;
 use crate::capsule::Capsule;
 use crate::exit::Exit;
+use crate::report::json::Regression;
+use crate::report::{self, atomic, claim};
 use crate::runner::{self, Options};
+
+/// The report folder's name under the report root.
+const FOLDER: &str = "regressions";
 
 pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
     let paths = match crate::scenario::files_in(dir) {
@@ -39,6 +48,12 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|path| Capsule::read(path).map(|capsule| (path, capsule)))
         .collect::<Result<Vec<_>, _>>()?;
+    // The report folder is claimed before any capsule runs: a busy or
+    // unwritable one stops the gate before it spends its time.
+    let claimed = match args.reports.root() {
+        Some(root) => Some(claim_folder(root)?),
+        None => None,
+    };
     let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
     let options = Options {
         work_dir: work.path(),
@@ -51,6 +66,7 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut failed = 0;
+    let mut replayed = Vec::new();
     for (path, capsule) in &capsules {
         let loaded = capsule.loaded(path);
         // A capsule of an outside store replays against the command it records.
@@ -61,6 +77,11 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
                     ..args.sut.clone()
                 };
                 let choice = super::sut::Choice::from_args(&args, super::ModeArg::InProcess, None)?;
+                if let super::sut::Choice::Outside(adapter) = &choice {
+                    for change in sut.changed_files(adapter.files()) {
+                        eprintln!("warning: {}: {change}", path.display());
+                    }
+                }
                 Options {
                     sut: choice.sut(&loaded, &args)?,
                     ..options.clone()
@@ -70,9 +91,29 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
         };
         let result = runner::run_seed_with(&loaded, capsule.seed, &options, capsule.faults())?;
         let verdict = capsule.judge(&result);
+        let replay = format!(
+            "{} replay --capsule {}",
+            replay_command_prefix(),
+            shell_word(&path.display().to_string())
+        );
         if verdict.is_err() {
             failed += 1;
+            if let Some(claim) = &claimed {
+                let stem = path
+                    .file_stem()
+                    .map_or_else(|| "capsule".into(), |stem| stem.to_string_lossy());
+                let dir = claim.dir.join(stem.as_ref());
+                report::write_seed_to(&dir, &result, &replay)
+                    .with_context(|| format!("writing the report under {}", dir.display()))?;
+            }
         }
+        replayed.push(Regression {
+            capsule: path.display().to_string(),
+            ok: verdict.is_ok(),
+            mismatch: verdict.clone().err(),
+            replay,
+            trace_hash: result.trace_hash.clone(),
+        });
         match args.format {
             Format::Human => match &verdict {
                 Ok(()) => writeln!(out, "regression {}: ok", path.display())?,
@@ -89,12 +130,55 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
             }
         }
     }
+    if let Some(claim) = &claimed {
+        write_report(&claim.dir, dir, &replayed)?;
+    }
     if args.format == Format::Human {
         writeln!(
             out,
             "regressions: {} capsule(s), {failed} not as recorded",
             capsules.len()
         )?;
+        if let Some(claim) = &claimed {
+            writeln!(out, "  report: {}/", claim.dir.display())?;
+        }
     }
     Ok(if failed == 0 { Exit::Pass } else { Exit::Violation })
+}
+
+/// Claims `<root>/regressions/` and clears the capsule folders an earlier
+/// run left there (the whole folder is this command's).
+fn claim_folder(root: &Path) -> anyhow::Result<claim::Claim> {
+    let claimed = claim::claim(root, FOLDER)?;
+    let clear = || -> std::io::Result<()> {
+        for entry in std::fs::read_dir(&claimed.dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+        Ok(())
+    };
+    clear().with_context(|| format!("{}: cannot clear the previous report", claimed.dir.display()))?;
+    Ok(claimed)
+}
+
+/// `junit.xml` and `summary.json` of the corpus run.
+fn write_report(dir: &Path, corpus: &Path, replayed: &[Regression]) -> anyhow::Result<()> {
+    let corpus = corpus.display().to_string();
+    atomic::write(
+        &dir.join("junit.xml"),
+        report::junit::regressions(&corpus, replayed).as_bytes(),
+    )?;
+    let summary = serde_json::json!({
+        "corpus": corpus,
+        "capsules": replayed.len(),
+        "not_as_recorded": replayed.iter().filter(|regression| !regression.ok).count(),
+        "results": replayed,
+        "git_commit": crate::platform::git_commit(),
+        "sqlite_version": crate::platform::sqlite_version(),
+    });
+    report::write_json(&dir.join("summary.json"), &summary)
+        .with_context(|| format!("writing {}", dir.join("summary.json").display()))?;
+    Ok(())
 }

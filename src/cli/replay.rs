@@ -90,12 +90,8 @@ fn capsule_choice(args: &ReplayArgs, capsule: &Capsule) -> anyhow::Result<Choice
     };
     let choice = Choice::from_args(&sut, args.mode, None)?;
     if let Choice::Outside(adapter) = &choice {
-        for (file, hash) in &recorded.files {
-            match adapter.files().get(file) {
-                Some(now) if now == hash => {}
-                Some(_) => eprintln!("warning: {file} changed since the capsule was made"),
-                None => eprintln!("warning: {file}, which the capsule's store named, is not there"),
-            }
+        for change in recorded.changed_files(adapter.files()) {
+            eprintln!("warning: {change}");
         }
     }
     Ok(choice)

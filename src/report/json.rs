@@ -413,12 +413,26 @@ pub struct SutSummary {
     pub version: Option<String>,
     /// The roles it serves, each with its granularity.
     pub roles: crate::adapter::protocol::Served,
-    /// SHA-256 (16 hex digits) of each file its command names.
+    /// SHA-256 (16 hex digits) of each file its command names and each
+    /// file its hello lists as `sources`.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
 }
 
 impl SutSummary {
+    /// What differs between the files recorded here and `now` (the same
+    /// store's files as hashed today), one warning line each, in file order.
+    pub fn changed_files(&self, now: &BTreeMap<String, String>) -> Vec<String> {
+        self.files
+            .iter()
+            .filter_map(|(file, hash)| match now.get(file) {
+                Some(now) if now == hash => None,
+                Some(_) => Some(format!("{file} changed since the capsule was made")),
+                None => Some(format!("{file}, which the capsule's store named, is not there")),
+            })
+            .collect()
+    }
+
     pub fn of(adapter: &crate::adapter::Adapter) -> SutSummary {
         let identity = adapter.identity();
         SutSummary {
@@ -517,3 +531,18 @@ impl RunSummary {
 
 #[cfg(test)]
 mod tests;
+
+/// One capsule of a regression corpus as `run --regressions` replayed it
+/// (`regressions/summary.json`, and a JUnit test case).
+#[derive(Clone, Debug, Serialize)]
+pub struct Regression {
+    /// The capsule's path.
+    pub capsule: String,
+    pub ok: bool,
+    /// Why it did not give the verdict it records, if it did not.
+    #[serde(rename = "message")]
+    pub mismatch: Option<String>,
+    /// The command that replays it.
+    pub replay: String,
+    pub trace_hash: String,
+}

@@ -5,7 +5,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::json::ScenarioSummary;
+use super::json::{Regression, ScenarioSummary};
 use crate::detect::Row;
 
 fn failure(message: &str, description: &str) -> TestCaseStatus {
@@ -162,6 +162,24 @@ pub fn shrink(scenario: &str, seed: u64, message: &str, replay: &str) -> String 
     );
     case.set_classname(scenario);
     suite.add_test_case(case);
+    report.add_test_suite(suite);
+    render(&report)
+}
+
+/// The report of `crashsim run --regressions`: a test case per capsule,
+/// failing when it no longer gives the verdict it records.
+pub fn regressions(corpus: &str, capsules: &[Regression]) -> String {
+    let mut report = Report::new("crashsim regressions");
+    let mut suite = TestSuite::new(corpus);
+    for capsule in capsules {
+        let status = match &capsule.mismatch {
+            None => TestCaseStatus::success(),
+            Some(why) => failure(why, &format!("replay with `{}`", capsule.replay)),
+        };
+        let mut case = TestCase::new(capsule.capsule.as_str(), status);
+        case.set_classname(corpus);
+        suite.add_test_case(case);
+    }
     report.add_test_suite(suite);
     render(&report)
 }
