@@ -13,7 +13,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Parser;
@@ -159,45 +158,19 @@ fn the_gitlab_template_runs_only_commands_the_cli_accepts() {
     check_commands("ci/templates/gitlab.yml", false);
 }
 
-/// A fresh user repository: the example store as `my_adapter.py`, beside
-/// the two modules it imports, and a venv whose `python` is first on PATH
-/// (what actions/setup-python gives a GitHub job).
-struct UserRepository {
-    _temp: tempfile::TempDir,
-    dir: PathBuf,
-    path: String,
+/// The user repository of `common::user_repo`, with the jobs' moves.
+struct UserRepository(common::user_repo::UserRepository);
+
+impl std::ops::Deref for UserRepository {
+    type Target = common::user_repo::UserRepository;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl UserRepository {
     fn new(python: &str) -> UserRepository {
-        let temp = tempfile::tempdir().expect("a temp dir");
-        let dir = temp.path().join("repo");
-        std::fs::create_dir(&dir).expect("the repository");
-        let adapters = common::root().join("adapters/python");
-        for (from, to) in [
-            ("example_store.py", "my_adapter.py"),
-            ("example_schema.py", "example_schema.py"),
-            ("example_options.py", "example_options.py"),
-        ] {
-            std::fs::copy(adapters.join(from), dir.join(to)).expect("copying the example");
-        }
-        let venv = temp.path().join("python");
-        let made = Command::new(python)
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .output()
-            .expect("venv");
-        assert!(made.status.success(), "{}", common::stderr(&made));
-        let crashsim = Path::new(env!("CARGO_BIN_EXE_crashsim"))
-            .parent()
-            .expect("the binary's folder");
-        let path = format!(
-            "{}:{}:{}",
-            venv.join("bin").display(),
-            crashsim.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        UserRepository { dir, path, _temp: temp }
+        UserRepository(common::user_repo::UserRepository::new(python))
     }
 
     /// Runs one job's scripts with bash -e, as the CI system would; panics

@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The `sh` blocks of the README's walkthrough, in order.
@@ -37,42 +36,18 @@ fn walkthrough_blocks() -> Vec<String> {
     blocks
 }
 
-struct Repository {
-    _temp: tempfile::TempDir,
-    dir: PathBuf,
-    path: String,
+struct Repository(common::user_repo::UserRepository);
+
+impl std::ops::Deref for Repository {
+    type Target = common::user_repo::UserRepository;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Repository {
     fn new(python: &str) -> Repository {
-        let temp = tempfile::tempdir().expect("a temp dir");
-        let dir = temp.path().join("repo");
-        std::fs::create_dir(&dir).expect("the repository");
-        let adapters = common::root().join("adapters/python");
-        for (from, to) in [
-            ("example_store.py", "my_adapter.py"),
-            ("example_schema.py", "example_schema.py"),
-            ("example_options.py", "example_options.py"),
-        ] {
-            std::fs::copy(adapters.join(from), dir.join(to)).expect("copying the example");
-        }
-        let venv = temp.path().join("venv");
-        let made = Command::new(python)
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .output()
-            .expect("venv");
-        assert!(made.status.success(), "{}", common::stderr(&made));
-        let crashsim = Path::new(env!("CARGO_BIN_EXE_crashsim"))
-            .parent()
-            .expect("the binary's folder");
-        let path = format!(
-            "{}:{}:{}",
-            venv.join("bin").display(),
-            crashsim.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        Repository { dir, path, _temp: temp }
+        Repository(common::user_repo::UserRepository::new(python))
     }
 
     /// `script` by bash in the repository, the store's bug switched on or off.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod shell;
+pub mod user_repo;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
