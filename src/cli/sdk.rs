@@ -48,7 +48,7 @@ macro_rules! file {
 
 /// Every file written, by its path under DIR. A test checks the package's
 /// modules are all here.
-pub const PYTHON: [(&str, &str); 13] = [
+pub const PYTHON: [(&str, &str); 14] = [
     file!("pyproject.toml"),
     file!("sdk_build.py"),
     file!("README.md"),
@@ -58,6 +58,7 @@ pub const PYTHON: [(&str, &str); 13] = [
     file!("crashsim_adapter/forkserver.py"),
     file!("crashsim_adapter/protocol.py"),
     file!("crashsim_adapter/settings.py"),
+    file!("crashsim_adapter/sources.py"),
     file!("crashsim_adapter/vfs.py"),
     file!("examples/example_store.py", "example_store.py"),
     file!("examples/example_schema.py", "example_schema.py"),
@@ -138,6 +139,10 @@ mod tests {
         assert!(error.contains("vfs.py") && error.contains("--force"), "{error}");
         write_all(dir.path(), &PYTHON, true).expect("replaced");
         let vfs = std::fs::read_to_string(dir.path().join("crashsim_adapter/vfs.py")).expect("vfs.py");
-        assert_eq!(vfs, PYTHON[9].1);
+        let packed = PYTHON
+            .iter()
+            .find(|(path, _)| *path == "crashsim_adapter/vfs.py")
+            .expect("vfs.py is written");
+        assert_eq!(vfs, packed.1);
     }
 }
