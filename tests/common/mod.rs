@@ -79,3 +79,20 @@ pub fn python() -> Option<String> {
         }
     }
 }
+
+/// A file of a seed's report folder as text, whether it was kept as is or,
+/// past `report::COMPRESS_ABOVE`, gzip-compressed beside it as `NAME.gz`.
+pub fn read_kept(path: &Path) -> String {
+    use std::io::Read;
+    if let Ok(text) = std::fs::read_to_string(path) {
+        return text;
+    }
+    let mut packed = path.as_os_str().to_owned();
+    packed.push(".gz");
+    let file = std::fs::File::open(&packed).unwrap_or_else(|error| panic!("{} (nor .gz): {error}", path.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap_or_else(|error| panic!("{}.gz: {error}", path.display()));
+    text
+}
