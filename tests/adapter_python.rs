@@ -16,36 +16,14 @@
 mod common;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{crashsim, load, root, stderr, stdout, work_dir};
+use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::{Adapter, ProcessRecord};
 use crashsim::check::Invariant;
 use crashsim::runner::{Options, SeedResult, Sut, run_seed, run_seeds};
 use crashsim::scenario::Loaded;
-
-/// The Python interpreter itself (not a wrapper such as a pyenv shim, which
-/// costs a tenth of a second per start), or `None` without Python.
-fn python() -> Option<&'static str> {
-    static PYTHON: OnceLock<Option<String>> = OnceLock::new();
-    let found = PYTHON.get_or_init(|| {
-        let output = std::process::Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .ok()?;
-        let path = String::from_utf8(output.stdout).ok()?.trim().to_string();
-        (output.status.success() && !path.is_empty()).then_some(path)
-    });
-    match found {
-        Some(path) => Some(path.as_str()),
-        None if std::env::var_os("CI").is_some() => panic!("CI has Python 3; python3 was not found"),
-        None => {
-            eprintln!("note: python3 not found; the Python adapter tests are skipped");
-            None
-        }
-    }
-}
 
 /// The example store's command line. `-S` skips site-packages, which the
 /// example does not need and some interpreters are slow to import.

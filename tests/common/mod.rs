@@ -60,18 +60,21 @@ pub fn stderr(output: &Output) -> String {
 /// The Python interpreter itself (`sys.executable`: not a wrapper such as a
 /// pyenv shim, which costs a tenth of a second per start), or `None`
 /// without Python, with a note. In CI Python is part of the machine: its
-/// absence fails.
+/// absence fails. Asked once per test binary.
 pub fn python() -> Option<String> {
-    let found = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .and_then(|output| String::from_utf8(output.stdout).ok())
-        .map(|text| text.trim().to_string())
-        .filter(|path| !path.is_empty());
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .and_then(|output| String::from_utf8(output.stdout).ok())
+            .map(|text| text.trim().to_string())
+            .filter(|path| !path.is_empty())
+    });
     match found {
-        Some(path) => Some(path),
+        Some(path) => Some(path.clone()),
         None if std::env::var_os("CI").is_some() => panic!("CI has Python 3; python3 was not found"),
         None => {
             eprintln!("note: python3 not found; the Python tests here are skipped");
