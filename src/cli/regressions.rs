@@ -15,7 +15,7 @@ use super::{Format, RunArgs};
 use crate::adapter::shell_word;
 use crate::capsule::Capsule;
 use crate::exit::Exit;
-use crate::report::json::Regression;
+use crate::report::junit::Regression;
 use crate::report::{self, atomic, claim};
 use crate::runner::{self, Options};
 
@@ -65,7 +65,6 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut failed = 0;
     let mut replayed = Vec::new();
     for (path, capsule) in &capsules {
         let loaded = capsule.loaded(path);
@@ -96,40 +95,43 @@ pub fn run(dir: &Path, args: &RunArgs) -> anyhow::Result<Exit> {
             replay_command_prefix(),
             shell_word(&path.display().to_string())
         );
-        if verdict.is_err() {
-            failed += 1;
-            if let Some(claim) = &claimed {
-                let stem = path
-                    .file_stem()
-                    .map_or_else(|| "capsule".into(), |stem| stem.to_string_lossy());
-                let dir = claim.dir.join(stem.as_ref());
-                report::write_seed_to(&dir, &result, &replay)
-                    .with_context(|| format!("writing the report under {}", dir.display()))?;
-            }
+        if verdict.is_err()
+            && let Some(claim) = &claimed
+        {
+            let stem = path
+                .file_stem()
+                .map_or_else(|| "capsule".into(), |stem| stem.to_string_lossy());
+            let dir = claim.dir.join(stem.as_ref());
+            report::write_seed_to(&dir, &result, &replay)
+                .with_context(|| format!("writing the report under {}", dir.display()))?;
         }
-        replayed.push(Regression {
+        let regression = Regression {
             capsule: path.display().to_string(),
-            ok: verdict.is_ok(),
-            mismatch: verdict.clone().err(),
+            mismatch: verdict.err(),
             replay,
-            trace_hash: result.trace_hash.clone(),
-        });
+            trace_hash: result.trace_hash,
+        };
         match args.format {
-            Format::Human => match &verdict {
-                Ok(()) => writeln!(out, "regression {}: ok", path.display())?,
-                Err(why) => writeln!(out, "error: regression {}: {why}", path.display())?,
+            Format::Human => match &regression.mismatch {
+                None => writeln!(out, "regression {}: ok", regression.capsule)?,
+                Some(why) => writeln!(out, "error: regression {}: {why}", regression.capsule)?,
             },
             Format::Json => {
                 let line = serde_json::json!({
-                    "regression": path.display().to_string(),
-                    "ok": verdict.is_ok(),
-                    "message": verdict.err(),
-                    "trace_hash": result.trace_hash,
+                    "regression": regression.capsule,
+                    "ok": regression.mismatch.is_none(),
+                    "message": regression.mismatch,
+                    "trace_hash": regression.trace_hash,
                 });
                 writeln!(out, "{line}")?;
             }
         }
+        replayed.push(regression);
     }
+    let failed = replayed
+        .iter()
+        .filter(|regression| regression.mismatch.is_some())
+        .count();
     if let Some(claim) = &claimed {
         write_report(&claim.dir, dir, &replayed)?;
     }
@@ -173,8 +175,17 @@ fn write_report(dir: &Path, corpus: &Path, replayed: &[Regression]) -> anyhow::R
     let summary = serde_json::json!({
         "corpus": corpus,
         "capsules": replayed.len(),
-        "not_as_recorded": replayed.iter().filter(|regression| !regression.ok).count(),
-        "results": replayed,
+        "not_as_recorded": replayed.iter().filter(|regression| regression.mismatch.is_some()).count(),
+        "results": replayed
+            .iter()
+            .map(|regression| serde_json::json!({
+                "capsule": regression.capsule,
+                "ok": regression.mismatch.is_none(),
+                "message": regression.mismatch,
+                "replay": regression.replay,
+                "trace_hash": regression.trace_hash,
+            }))
+            .collect::<Vec<_>>(),
         "git_commit": crate::platform::git_commit(),
         "sqlite_version": crate::platform::sqlite_version(),
     });

@@ -531,18 +531,3 @@ impl RunSummary {
 
 #[cfg(test)]
 mod tests;
-
-/// One capsule of a regression corpus as `run --regressions` replayed it
-/// (`regressions/summary.json`, and a JUnit test case).
-#[derive(Clone, Debug, Serialize)]
-pub struct Regression {
-    /// The capsule's path.
-    pub capsule: String,
-    pub ok: bool,
-    /// Why it did not give the verdict it records, if it did not.
-    #[serde(rename = "message")]
-    pub mismatch: Option<String>,
-    /// The command that replays it.
-    pub replay: String,
-    pub trace_hash: String,
-}

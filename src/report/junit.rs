@@ -5,7 +5,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::json::{Regression, ScenarioSummary};
+use super::json::ScenarioSummary;
 use crate::detect::Row;
 
 fn failure(message: &str, description: &str) -> TestCaseStatus {
@@ -164,6 +164,17 @@ pub fn shrink(scenario: &str, seed: u64, message: &str, replay: &str) -> String 
     suite.add_test_case(case);
     report.add_test_suite(suite);
     render(&report)
+}
+
+/// One capsule of a regression corpus as `run --regressions` replayed it.
+pub struct Regression {
+    /// The capsule's path.
+    pub capsule: String,
+    /// Why it did not give the verdict it records; none if it did.
+    pub mismatch: Option<String>,
+    /// The command that replays it.
+    pub replay: String,
+    pub trace_hash: String,
 }
 
 /// The report of `crashsim run --regressions`: a test case per capsule,

@@ -445,9 +445,9 @@ pub(super) fn command(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_
 }
 
 /// Near-miss probes of the command (its exact request under another case,
-/// a padded key or the other Unicode form) and the receiver's answers:
-/// another operation must be applied as new or refused retryably, never
-/// answered with this command's result nor called a conflict.
+/// a padded key or the other Unicode form) and the receiver's answers. An
+/// answer is marked wrong where the checker found it wrong: an I7
+/// violation about this command at the answer's tick (`check/effects.rs`).
 fn near_misses(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
     let history = &page.facts.history;
     let ours: Vec<(&str, crate::workload::NearMiss)> = history
@@ -459,6 +459,12 @@ fn near_misses(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
     if ours.is_empty() {
         return;
     }
+    let blamed = |tick: u64| {
+        facts.violations.iter().any(|&index| {
+            let violation = &page.result.violations[index];
+            violation.invariant == crate::check::Invariant::I7 && violation.ticks.contains(&tick)
+        })
+    };
     let results: Vec<&str> = facts.effects.iter().map(|(effect, _)| effect.result.as_str()).collect();
     let mut good = true;
     let mut lines = Vec::new();
@@ -472,20 +478,17 @@ fn near_misses(out: &mut String, page: &Page<'_>, facts: &CommandFacts<'_>) {
                     Outcome::Applied { result } => format!("applied as a new operation ({})", Esc(result)),
                     Outcome::Retryable { error } => format!("refused, retryable ({})", Esc(error)),
                     Outcome::Duplicate { result } if results.contains(&result.as_str()) => {
-                        good = false;
-                        format!(
-                            "<span class=\"bad\">answered with the result of {}</span> ({})",
-                            Id(&facts.id),
-                            Esc(result)
-                        )
+                        format!("answered with the result of {} ({})", Id(&facts.id), Esc(result))
                     }
-                    Outcome::Duplicate { result } => format!("a repeat of itself ({})", Esc(result)),
-                    Outcome::Conflict => {
-                        good = false;
-                        "<span class=\"bad\">rejected as a conflict</span>".to_string()
-                    }
+                    Outcome::Duplicate { result } => format!("answered as a repeat ({})", Esc(result)),
+                    Outcome::Conflict => "rejected as a conflict".to_string(),
                 };
-                format!("tick {tick}: {text}")
+                if blamed(*tick) {
+                    good = false;
+                    format!("tick {tick}: <span class=\"bad\">{text}</span>")
+                } else {
+                    format!("tick {tick}: {text}")
+                }
             })
             .collect();
         lines.push(format!(
