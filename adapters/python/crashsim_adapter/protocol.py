@@ -567,6 +567,9 @@ def serve(store=None, receiver=None, *, name=None, version="0", granularity=None
     # Started as a fork server: this returns in each forked child, which
     # then serves one connection as a process started on its own would.
     if forkserver.requested():
+        # Every child's hello lists the store's sources: found once here,
+        # not by each child (some 700 path lookups per connection).
+        source_files()
         forkserver.run()
     # Before the store opens any database: its connections then go through
     # crashsim's VFS (runs with power loss). In each process (a forked child

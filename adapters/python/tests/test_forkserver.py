@@ -142,3 +142,27 @@ class ForkServerTest(AdapterCase):
         while alive(child.pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.assertFalse(alive(child.pid))
+
+
+class PreparedBeforeForkingTest(unittest.TestCase):
+    def test_the_sources_are_found_once_in_the_server_not_in_each_child(self):
+        # Finding them walks every loaded module's path (some 700 lookups):
+        # done before the first fork, each child's hello only reads them.
+        from crashsim_adapter import forkserver, protocol, sources
+        from tests.toy_adapter import StepStore
+
+        found_when_forking = []
+
+        def run():
+            found_when_forking.append(sources._SOURCES is not None)
+            raise SystemExit(0)
+
+        saved = (forkserver.requested, forkserver.run, sources._SOURCES)
+        forkserver.requested, forkserver.run = (lambda: True), run
+        sources._SOURCES = None
+        try:
+            with self.assertRaises(SystemExit):
+                protocol.serve(store=StepStore)
+        finally:
+            forkserver.requested, forkserver.run, sources._SOURCES = saved
+        self.assertEqual(found_when_forking, [True])
