@@ -296,7 +296,13 @@ impl<'a> Harness<'a> {
     /// Every seed on `jobs` threads; results in seed order. The error of the
     /// lowest seed that failed to run wins, so it does not depend on timing.
     fn run_seeds(&self, loaded: &Loaded, jobs: usize, options: &Options) -> Result<Vec<SeedResult>, HarnessError> {
-        runner::in_parallel(&self.seeds, jobs, |seed| self.run_one(loaded, seed, options), |_| {})
+        runner::in_parallel(
+            &self.seeds,
+            jobs,
+            options.starts_processes(),
+            |seed| self.run_one(loaded, seed, options),
+            |_| {},
+        )
     }
 
     /// One seed (twice with `check_determinism`), a panic caught as an error.

@@ -10,6 +10,7 @@
 
 pub mod determinism;
 mod error;
+mod pin;
 mod result;
 pub mod selection;
 mod sweep;
@@ -56,6 +57,14 @@ pub enum Sut {
     /// An outside store behind an adapter (`--sut CMD`), or crashsim's own
     /// served as one (`--mode process`).
     Adapter(Arc<Adapter>),
+}
+
+impl Options {
+    /// Whether a seed's connections are processes (an adapter's), spoken
+    /// to over pipes: then each job keeps to a CPU (`pin.rs`).
+    pub fn starts_processes(&self) -> bool {
+        matches!(self.sut, Sut::Adapter(_))
+    }
 }
 
 /// Runs one seed of one scenario, its faults drawn from the seed.

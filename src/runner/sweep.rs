@@ -25,15 +25,23 @@ pub fn run_seeds(
     options: &Options,
     on_result: impl FnMut(&SeedResult),
 ) -> Result<Vec<SeedResult>, RunError> {
-    in_parallel(seeds, jobs, |seed| run_seed(loaded, seed, options), on_result)
+    in_parallel(
+        seeds,
+        jobs,
+        options.starts_processes(),
+        |seed| run_seed(loaded, seed, options),
+        on_result,
+    )
 }
 
 /// Runs `run` for each of `seeds` on `jobs` threads, parallel across seeds
 /// only; results in seed order, `on_result` called as each finishes. The
-/// first error stops the seeds not yet started and is returned.
+/// first error stops the seeds not yet started and is returned. `pin`:
+/// the seeds start processes, so each job keeps to a CPU (`pin.rs`).
 pub fn in_parallel<E: Send>(
     seeds: &[u64],
     jobs: usize,
+    pin: bool,
     run: impl Fn(u64) -> Result<SeedResult, E> + Sync,
     mut on_result: impl FnMut(&SeedResult),
 ) -> Result<Vec<SeedResult>, E> {
@@ -42,6 +50,7 @@ pub fn in_parallel<E: Send>(
     on_threads(
         &|index| seeds.get(index).copied(),
         jobs.clamp(1, seeds.len().max(1)),
+        pin,
         &|| true,
         &run,
         |result| result.is_err(),
@@ -110,6 +119,7 @@ pub fn sweep(
     let spent = on_threads(
         &|index| selection.nth(index as u64),
         threads,
+        options.starts_processes(),
         &keep_starting,
         &|seed| run_seed(loaded, seed, options),
         |ended| ended.as_ref().is_err_and(RunError::stops_run) || super::abandoning(),
@@ -153,10 +163,12 @@ fn hand_on(sweep: &mut Sweep, seed: u64, ended: Option<Ended>, on_ended: &mut im
 /// order, until it gives none, `stop` says so (after a seed ends) or
 /// `keep_starting` says no (before a seed starts); `take` on the calling
 /// thread with each seed's index, seed and outcome, in completion order.
-/// True if `keep_starting` stopped it.
+/// With `pin`, each thread keeps to a CPU of its own where that crowds no
+/// one (`pin.rs`). True if `keep_starting` stopped it.
 fn on_threads<T: Send>(
     seed_at: &(impl Fn(usize) -> Option<u64> + Sync),
     threads: usize,
+    pin: bool,
     keep_starting: &(impl Fn() -> bool + Sync),
     run: &(impl Fn(u64) -> T + Sync),
     stop: impl Fn(&T) -> bool + Sync,
@@ -166,11 +178,16 @@ fn on_threads<T: Send>(
     let stopped = AtomicBool::new(false);
     let spent = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, u64, T)>();
+    let cpus = pin.then(|| super::pin::cpus_for(threads)).flatten();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        for job in 0..threads {
             let sender = sender.clone();
             let (next, stopped, spent, stop) = (&next, &stopped, &spent, &stop);
+            let cpu = cpus.as_ref().map(|cpus| cpus[job]);
             scope.spawn(move || {
+                if let Some(cpu) = cpu {
+                    super::pin::pin_this_thread(cpu);
+                }
                 loop {
                     if stopped.load(Ordering::Relaxed) || spent.load(Ordering::Relaxed) || super::abandoning() {
                         break;
