@@ -21,6 +21,7 @@ pub mod serve;
 mod system;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -375,10 +376,16 @@ fn file_hashes(command: &str, sources: &[String]) -> BTreeMap<String, String> {
         .chain(sources.iter().map(String::as_str))
         .filter(|word| Path::new(word).is_file())
         .filter_map(|word| {
-            let bytes = std::fs::read(word).ok()?;
-            if bytes.starts_with(b"\x7fELF") {
+            // An executable is known by its first bytes: it is not read
+            // whole (crashsim's own, for `--mode process`, is some 60 MB).
+            let mut file = std::fs::File::open(word).ok()?;
+            let mut magic = [0u8; 4];
+            let start = file.read(&mut magic).ok()?;
+            if magic[..start] == *b"\x7fELF" {
                 return None;
             }
+            let mut bytes = magic[..start].to_vec();
+            file.read_to_end(&mut bytes).ok()?;
             let digest = Sha256::digest(&bytes);
             Some((word.to_string(), crate::store::service::hex16(&digest)))
         })

@@ -432,7 +432,7 @@ impl Lines {
         Lines {
             stdout,
             buffer: Vec::new(),
-            chunk: vec![0u8; 64 * 1024].into_boxed_slice(),
+            chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
         }
     }
 

@@ -7,8 +7,9 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// The largest message either side sends (answers are a few dozen bytes).
-const MAX_MESSAGE: usize = 64 * 1024;
+/// The largest message either side sends (answers are a few dozen bytes;
+/// a longer one is cut, and then does not parse).
+const MAX_MESSAGE: usize = 4 * 1024;
 /// The most descriptors one message carries (a child's stdin, stdout, stderr).
 const MAX_FDS: usize = 3;
 
