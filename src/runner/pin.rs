@@ -5,7 +5,7 @@
 //! sleeps, and the thread wakes again. When the two sit on different CPUs
 //! every wake-up is an inter-processor interrupt, which costs more than the
 //! request's work on a virtual machine (docs/performance.md: `--mode
-//! process` 1.3× and the Python example 1.2–1.4× faster pinned, on this
+//! process` and the Python example some 1.2× faster pinned, on this
 //! project's 2-core VM). A job's thread, and so the fork server and every
 //! process it starts (they inherit the mask), are kept on one CPU; the
 //! jobs on different ones.
