@@ -143,7 +143,7 @@ fn processes(system: &mut dyn crashsim::store::System) -> Vec<ProcessRecord> {
         .iter()
         .find(|artifact| artifact.name == "adapter/processes.json")
         .expect("the run lists its processes");
-    serde_json::from_slice(&listed.content).unwrap()
+    serde_json::from_slice(&listed.content()).unwrap()
 }
 
 fn alive(pid: u32) -> bool {

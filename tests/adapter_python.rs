@@ -347,7 +347,7 @@ fn every_process_of_a_run_is_gone_when_it_ends() {
         .iter()
         .find(|artifact| artifact.name == "adapter/processes.json")
         .expect("the run lists its processes");
-    let processes: Vec<ProcessRecord> = serde_json::from_slice(&listed.content).unwrap();
+    let processes: Vec<ProcessRecord> = serde_json::from_slice(&listed.content()).unwrap();
     let killed_at_points = result.kills.total_fired();
     assert!(
         processes.len() as u64 > killed_at_points,

@@ -114,7 +114,7 @@ fn a_forked_child_killed_inside_a_transaction_leaves_the_wal_for_the_next_opener
         .iter()
         .find(|artifact| artifact.name == "adapter/processes.json")
         .unwrap();
-    let records: Vec<crashsim::adapter::ProcessRecord> = serde_json::from_slice(&records.content).unwrap();
+    let records: Vec<crashsim::adapter::ProcessRecord> = serde_json::from_slice(&records.content()).unwrap();
     let writer = records.iter().find(|record| record.label == "writer-0.0").unwrap();
     assert_eq!(writer.end.as_deref(), Some("killed"));
     let wal = std::fs::metadata(dir.path().join("store.db-wal")).expect("the killed child left its WAL");

@@ -35,6 +35,10 @@ use system::{AdapterSystem, Launch};
 
 use crate::store::{Engine, Granularity, Implementation, ReferenceEngine, Result, Roles, System, SystemConfig};
 
+/// The artifact that holds an adapter run's transcript: every request and
+/// answer of every process, in order, one JSON line each.
+pub const TRANSCRIPT: &str = "adapter/transcript.jsonl";
+
 /// How long an adapter may take to answer one request, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 

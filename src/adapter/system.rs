@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::TRANSCRIPT;
 use super::client::{AdapterReceiver, AdapterStore, Connection};
 use super::fork::client::ForkServer;
 use super::process::{AdapterProcess, CallError, RunLog, SharedLog, log_dir};
@@ -255,17 +256,18 @@ impl System for AdapterSystem {
     }
 
     fn artifacts(&mut self) -> Vec<Artifact> {
-        let log = self.log.borrow();
-        let mut artifacts = Vec::new();
-        let transcript: String = log
-            .transcript
-            .iter()
-            .map(|exchange| serde_json::to_string(exchange).expect("exchanges serialise") + "\n")
-            .collect();
-        artifacts.push(Artifact {
-            name: "adapter/transcript.jsonl".to_string(),
-            content: transcript.into_bytes(),
-        });
+        let mut log = self.log.borrow_mut();
+        // Rendered only for a seed whose files are kept (its exchanges are
+        // moved, not copied: the run is over).
+        let transcript = std::mem::take(&mut log.transcript);
+        let mut artifacts = vec![Artifact::deferred(TRANSCRIPT, move || {
+            let mut jsonl = Vec::new();
+            for exchange in &transcript {
+                serde_json::to_writer(&mut jsonl, exchange).expect("exchanges serialise");
+                jsonl.push(b'\n');
+            }
+            jsonl
+        })];
         // Each process's stderr is kept beside processes.json, which names
         // it there (the run's own folder is gone after the run): empty if
         // the process wrote nothing, and nothing is kept.
@@ -277,25 +279,16 @@ impl System for AdapterSystem {
                 String::new()
             } else {
                 let name = format!("{}.stderr", record.label);
-                stderrs.push(Artifact {
-                    name: format!("adapter/{name}"),
-                    content,
-                });
+                stderrs.push(Artifact::new(format!("adapter/{name}"), content));
                 name
             };
         }
         let processes = serde_json::to_string_pretty(&records).expect("records serialise") + "\n";
-        artifacts.push(Artifact {
-            name: "adapter/processes.json".to_string(),
-            content: processes.into_bytes(),
-        });
+        artifacts.push(Artifact::new("adapter/processes.json", processes.into_bytes()));
         artifacts.extend(stderrs);
         let server = std::fs::read(log.dir.join("fork-server.stderr")).unwrap_or_default();
         if !server.is_empty() {
-            artifacts.push(Artifact {
-                name: "adapter/fork-server.stderr".to_string(),
-                content: server,
-            });
+            artifacts.push(Artifact::new("adapter/fork-server.stderr", server));
         }
         artifacts
     }

@@ -26,7 +26,8 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 let mut message = format!("{} died at its `{step}` step: {cause}", event.actor);
                 let name = format!("adapter/{}.{life}.stderr", event.actor);
                 if let Some(artifact) = input.artifacts.iter().find(|artifact| artifact.name == name) {
-                    let text = String::from_utf8_lossy(&artifact.content);
+                    let content = artifact.content();
+                    let text = String::from_utf8_lossy(&content);
                     message.push_str(&format!(
                         "\nits stderr ({name} in the report) ended with:\n{}",
                         crate::adapter::tail(&text, STDERR_LINES)

@@ -93,7 +93,7 @@ pub fn write_seed_to<'a>(dir: &Path, result: &SeedResult, steps: impl Into<NextS
     }
     atomic::write(&dir.join("report.html"), html::seed_page(result, steps).as_bytes())?;
     for artifact in &result.artifacts {
-        write_kept(dir, &artifact.name, &artifact.content)?;
+        write_kept(dir, &artifact.name, &artifact.content())?;
     }
     Ok(())
 }

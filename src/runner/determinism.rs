@@ -9,12 +9,9 @@
 //! crashsim's own: an error, never a finding against the store.
 
 use super::result::SeedResult;
-use crate::adapter::Exchange;
+use crate::adapter::{Exchange, TRANSCRIPT};
 use crate::check::{Invariant, Violation};
 use crate::trace::render;
-
-/// The artifact that holds an adapter run's transcript.
-const TRANSCRIPT: &str = "adapter/transcript.jsonl";
 
 /// crashsim asked differently in two runs of one seed whose answers were
 /// the same: its own bug.
@@ -73,7 +70,8 @@ enum Difference {
 
 fn transcript(result: &SeedResult) -> Option<Vec<Exchange>> {
     let artifact = result.artifacts.iter().find(|artifact| artifact.name == TRANSCRIPT)?;
-    let text = String::from_utf8_lossy(&artifact.content);
+    let content = artifact.content();
+    let text = String::from_utf8_lossy(&content);
     text.lines().map(|line| serde_json::from_str(line).ok()).collect()
 }
 

@@ -28,6 +28,7 @@
 //! retry timers and the dead letter, an optional capability), `retention`
 //! (the receiver's de-dup retention), `registry` (implementations by name).
 
+pub mod artifact;
 pub mod clock;
 pub mod connection;
 pub mod dump;
@@ -48,6 +49,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use artifact::Artifact;
 pub use clock::Clock;
 pub use connection::{JournalMode, SqliteSettings, Synchronous};
 pub use dump::Snapshot;
@@ -411,18 +413,11 @@ pub trait System {
     /// when there is one.
     fn dump(&mut self) -> Result<Snapshot>;
     /// Files about the run for a failing seed's report (an adapter's stderr
-    /// and transcript), as (name, content). Read after `dump`.
+    /// and transcript). Read once, after `dump`, when the run is over: what
+    /// is costly to render may be handed over deferred (`Artifact::deferred`).
     fn artifacts(&mut self) -> Vec<Artifact> {
         Vec::new()
     }
-}
-
-/// A file about a run, kept in a failing seed's report folder.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Artifact {
-    /// A relative path such as `adapter/writer-3.1.stderr`.
-    pub name: String,
-    pub content: Vec<u8>,
 }
 
 /// How a role's transaction is driven (see docs/adapter-protocol.md).
