@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::check::Invariant;
+use crate::faults::{FaultSource, Injected};
 use crate::platform;
 use crate::runner::SeedResult;
 use crate::scenario::{Loaded, Scenario};
-use crate::sim::faults::{FaultSource, Injected};
 
 /// The first line of every capsule's `format` key.
 pub const FORMAT: &str = "crashsim-capsule/1";

@@ -4,7 +4,9 @@
 //! Architecture, one line per module:
 //!
 //! - `scenario`  scenario files (TOML) → validated `Scenario`; errors name file, line, key.
-//! - `sim`       the simulator: one seed, one thread, simulated time, event queue, PRNG streams, faults.
+//! - `sim`       the simulator: one seed, one thread, simulated time, event queue; it injects the faults.
+//! - `faults`    the fault plan: kill points, network faults and probes, their rates, the seeded draws and a forced schedule.
+//! - `prng`      the seeded PRNG (ChaCha8) and its per-component streams, derived by name from the seed.
 //! - `actors`    writers, workers and receivers: step machines over their own connections.
 //! - `store`     the code under test: traits, the reference and group-commit implementations; unaware of the sim.
 //! - `adapter`   outside stores in any language: the adapter protocol's client, and `crashsim serve`.
@@ -39,12 +41,14 @@ pub mod cli;
 pub mod detect;
 pub mod durability;
 pub mod exit;
+pub mod faults;
 pub mod harness;
 pub mod interrupt;
 pub mod invariant;
 pub mod model;
 pub mod mutants;
 pub mod platform;
+pub mod prng;
 pub mod ratio;
 pub mod report;
 pub mod runner;

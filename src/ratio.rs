@@ -3,7 +3,7 @@
 //! Probabilities are never `f64`: a float's rounding differs between
 //! formatting and parsing paths, and "0.02" in a file would not round-trip
 //! into the same decision stream on every platform. A ratio is drawn with
-//! integer arithmetic only (see `sim::prng::Prng::chance`).
+//! integer arithmetic only (see `prng::Prng::chance`).
 
 use std::fmt;
 use std::str::FromStr;

@@ -36,9 +36,9 @@ use std::collections::BTreeSet;
 
 use crate::actors::ActorId;
 use crate::check::Invariant;
+use crate::faults::{Fault, FaultSource};
 use crate::runner::{Options, RunError, SeedResult, run_seed, run_seed_with};
 use crate::scenario::{Loaded, Scenario};
-use crate::sim::faults::{Fault, FaultSource};
 use crate::workload::NearMiss;
 
 /// How big a run is.
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn clock_offsets_shrink_toward_zero_and_steps_come_earlier() {
         use crate::actors::{ActorId, Role};
-        use crate::sim::faults::Fault;
+        use crate::faults::Fault;
         let actor = ActorId::new(Role::Worker, 2);
         assert_eq!(
             super::simpler(&Fault::Skew { actor, offset: -9 }),

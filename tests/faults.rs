@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use common::{run, work_dir};
 use crashsim::actors::Role;
+use crashsim::faults::KillPoint;
 use crashsim::scenario::{Loaded, parse};
-use crashsim::sim::faults::KillPoint;
 use crashsim::trace::Op;
 
 fn scenario(name: &str, text: &str) -> Loaded {

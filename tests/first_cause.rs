@@ -10,9 +10,9 @@ mod common;
 
 use common::{load, options, work_dir};
 use crashsim::check::Invariant;
+use crashsim::faults::FaultSource;
 use crashsim::model::StoredEvent;
 use crashsim::runner::run_seed_on;
-use crashsim::sim::faults::FaultSource;
 use crashsim::store::engine::Dispatch;
 use crashsim::store::reference::ReferenceSystem;
 use crashsim::store::{self, Engine, Implementation, System, SystemConfig};

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use crashsim::faults::FaultSource;
 use crashsim::scenario;
 use crashsim::sim::Simulator;
-use crashsim::sim::faults::FaultSource;
 use crashsim::store::reference::Reference;
 
 fn files_after(dir: &Path) -> Vec<(String, Vec<u8>)> {

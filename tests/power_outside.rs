@@ -25,9 +25,9 @@ use std::time::Duration;
 use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::Adapter;
 use crashsim::check::Invariant;
+use crashsim::faults::FaultSource;
 use crashsim::runner::{Options, SeedResult, Sut, run_seed};
 use crashsim::sim::Simulator;
-use crashsim::sim::faults::FaultSource;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -291,6 +291,6 @@ fn a_call_store_that_commits_twice_inside_one_append_is_caught() {
         "{:#?}",
         result.violations
     );
-    let inside = result.kills.fired[crashsim::sim::faults::KillPoint::WriterBeforeCommit.index()];
+    let inside = result.kills.fired[crashsim::faults::KillPoint::WriterBeforeCommit.index()];
     assert!(inside > 0, "killed inside append: {:?}", result.kills);
 }

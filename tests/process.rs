@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use common::{load, work_dir};
 use crashsim::adapter::{Adapter, DEFAULT_TIMEOUT};
+use crashsim::faults::KillPoint;
 use crashsim::mutants::MUTANTS;
 use crashsim::runner::{Options, SeedResult, Sut, run_seed};
 use crashsim::scenario::Loaded;
-use crashsim::sim::faults::KillPoint;
 use crashsim::trace::Op;
 
 fn options(dir: &std::path::Path, sut: Sut) -> Options {

@@ -197,7 +197,7 @@ fn reports_of_a_run_with_hostile_ids_parse_and_quote_them_as_text() {
 #[test]
 fn every_hostile_string_is_one_markdown_cell_of_itself() {
     use crashsim::workload::{Style, cities, ids};
-    let mut prng = crashsim::sim::prng::Prng::derive(0, "workload/ids");
+    let mut prng = crashsim::prng::Prng::derive(0, "workload/ids");
     let mut strings = ids::trip_ids(300, &Style::hostile(), &mut prng);
     strings.extend(cities::cities(&Style::hostile()));
     for string in strings

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{load, options, work_dir};
+use crashsim::faults::{Fault, FaultSource};
 use crashsim::runner::{run_seed, run_seed_with};
-use crashsim::sim::faults::{Fault, FaultSource};
 
 fn forced(faults: impl IntoIterator<Item = Fault>) -> FaultSource {
     FaultSource::Forced(faults.into_iter().collect())

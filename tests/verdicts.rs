@@ -13,8 +13,8 @@ use std::path::Path;
 
 use common::{crashsim, load, options, stderr, stdout, work_dir};
 use crashsim::check::Invariant;
+use crashsim::faults::FaultSource;
 use crashsim::runner::{ErrorKind, run_seed, run_seed_on};
-use crashsim::sim::faults::FaultSource;
 use crashsim::store::reference::{ReferenceStore, ReferenceSystem};
 use crashsim::store::{self, Implementation, Receiver, Snapshot, Store, System, SystemConfig, Who};
 

@@ -1,6 +1,6 @@
 //! `KillPoint`: the named places in an actor's loop where the simulator
 //! may kill it. An actor names the point it is at (`Ctx::kill_point`); the
-//! simulator decides whether it fires (`sim::faults`, which also says why
+//! simulator decides whether it fires (`crate::faults`, which also says why
 //! the protocol survives each). The vocabulary lives here, with the actors
 //! that reach the points, so that actors never import the simulator's
 //! fault plan.

@@ -12,21 +12,22 @@
 //! code under test.
 //!
 //! The words actors and the simulator share live here, below the simulator:
-//! `KillPoint` (kill.rs) and `Message`, `Address` (message.rs). The
-//! simulator re-exports them where they used to be (`sim::faults`, `sim::net`).
+//! `KillPoint` (kill.rs) and `Message`, `Address` (message.rs). The fault
+//! plan (`crate::faults`) and the simulator (`sim::net`) re-export them.
+//! Who acts (`ActorId`, `Role`) is the trace's word, re-exported here.
 
-mod id;
+mod ctx;
 mod kill;
 mod message;
 pub mod receiver;
 pub mod worker;
 pub mod writer;
 
-pub use id::{ActorId, Role};
+pub use crate::trace::{ActorId, Role};
+pub use ctx::{Ctx, Gate, TripRequest, World};
 pub use kill::{KILL_POINTS, KillPoint};
 pub use message::{Address, Message};
 
-use crate::sim::Ctx;
 use crate::store::{self, System, Who};
 
 /// When the actor wants its next step.

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use super::{Address, KillPoint, Message, Next, retry_or_crash};
-use crate::sim::Ctx;
+use crate::actors::Ctx;
 use crate::store::{Granularity, Lookup, Outcome, Receiver, Request};
 use crate::trace::Op;
 
@@ -132,7 +132,7 @@ impl ReceiverActor {
 /// How often a receiver purges: every 1/64 of the retention, and at least
 /// once per poll interval (so purges come round while retries are pending).
 fn purge_every(retention: u64, ctx: &Ctx<'_>) -> u64 {
-    (retention / 64).min(ctx.world.timing.poll_ticks).max(1)
+    (retention / 64).min(ctx.world.poll_ticks).max(1)
 }
 
 /// Runs the current stage; `Ok(Some(outcome))` when the request is answered.

@@ -24,8 +24,8 @@ mod retry;
 use std::collections::VecDeque;
 
 use super::{KillPoint, Message, Next, Role, retry_or_crash};
+use crate::actors::Ctx;
 use crate::model::OutboxRow;
-use crate::sim::Ctx;
 use crate::store::{Leased, Outcome, Request, Store};
 use crate::trace::{Claimed, Op};
 
@@ -152,7 +152,7 @@ impl Worker {
         if rows.is_empty() {
             // A writer's nudge wakes the worker early; else it polls again.
             return Ok(Next::Wait {
-                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+                deadline: Some(ctx.now + ctx.world.poll_ticks),
             });
         }
         let mut rows = rows;
@@ -242,7 +242,7 @@ fn deliver_step(
                 attempt: delivery.attempt,
             });
             ctx.request(to, request);
-            let deadline = ctx.now + ctx.world.timing.reply_timeout_ticks;
+            let deadline = ctx.now + ctx.world.reply_timeout_ticks;
             delivery.stage = Stage::Await { deadline };
             (
                 Next::Wait {

@@ -25,8 +25,8 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::{KillPoint, Message, Next, Role, retry_or_crash};
+use crate::actors::Ctx;
 use crate::model::{Command, Event};
-use crate::sim::Ctx;
 use crate::store::{Granularity, Request, Store, StoreError};
 use crate::trace::{Appended, HeadSeen, Loaded, Op};
 use crate::workflow::trip::{event_for_result, is_terminal_kind, request};
@@ -114,7 +114,7 @@ impl Writer {
         if next == Next::Continue && matches!(self.state, State::Idle) && self.hints.is_empty() && !self.scan {
             self.scan = true;
             return Next::Wait {
-                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+                deadline: Some(ctx.now + ctx.world.poll_ticks),
             };
         }
         next
@@ -163,7 +163,7 @@ impl Writer {
         Ok(match picked {
             // Nothing to do: a nudge wakes the writer early, else it polls again.
             None => Next::Wait {
-                deadline: Some(ctx.now + ctx.world.timing.poll_ticks),
+                deadline: Some(ctx.now + ctx.world.poll_ticks),
             },
             Some(workflow_id) => {
                 self.state = State::Load { workflow_id };

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
+use crate::faults::{Fault, Injected, KillPoint};
 use crate::scenario::Scenario;
-use crate::sim::faults::{Fault, Injected, KillPoint};
 use crate::trace::{Op, TraceEvent};
 
 /// The invariants coverage speaks of: the protocol's, I1–I10 (A1 and D1

@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 
 use super::snapshot::{Dedup, Effect, Snapshot};
 use super::{Input, Invariant, Retention, Violation, check_with};
+use crate::actors::TripRequest;
 use crate::actors::{ActorId, Role};
 use crate::model::{OutboxRow, StoredEvent, command_id};
 use crate::ratio::Ratio;
-use crate::sim::TripRequest;
 use crate::store::Outcome;
 use crate::store::service::{core_digest, perform};
 use crate::trace::{Appended, Op, TraceEvent};

@@ -59,7 +59,7 @@ pub use crate::store::Snapshot;
 pub use history::History;
 pub use retention::Retention;
 
-use crate::sim::TripRequest;
+use crate::actors::TripRequest;
 use crate::trace::TraceEvent;
 
 /// One broken invariant, with what and when.

@@ -8,9 +8,9 @@ use std::path::Path;
 use super::sut::Choice;
 use crate::check::Invariant;
 use crate::exit::Exit;
+use crate::faults::KillPoint;
 use crate::scenario::builtin::{BUILTINS, Kind};
 use crate::scenario::{self, Scenario};
-use crate::sim::faults::KillPoint;
 use crate::store::registry;
 use crate::vfs::crash::Model;
 
@@ -166,7 +166,7 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::faults::KILL_POINTS;
+    use crate::faults::KILL_POINTS;
 
     fn parse(text: &str) -> Scenario {
         scenario::parse(text, Path::new("test.toml")).expect("valid")

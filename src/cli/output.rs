@@ -81,10 +81,10 @@ pub fn replay_command_prefix() -> String {
 /// reach say so instead of showing zeros.
 pub fn kill_table(
     kills: &std::collections::BTreeMap<String, KillCount>,
-    unreachable: &[crate::sim::faults::KillPoint],
+    unreachable: &[crate::faults::KillPoint],
 ) -> String {
     let mut text = format!("  {:<32}{:>14}{:>12}\n", "kill point", "reached", "fired");
-    for point in crate::sim::faults::KillPoint::ALL {
+    for point in crate::faults::KillPoint::ALL {
         if unreachable.contains(&point) {
             let _ = writeln!(text, "  {:<32}{:>26}", point.name(), "unreachable (call granularity)");
             continue;

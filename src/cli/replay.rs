@@ -11,10 +11,10 @@ use super::{Format, ReplayArgs};
 use crate::capsule::Capsule;
 use crate::durability::exhaustive;
 use crate::exit::Exit;
+use crate::faults::FaultSource;
 use crate::report::json::SeedRecord;
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded};
-use crate::sim::faults::FaultSource;
 use crate::trace::{recorder, render};
 
 /// What to replay: a scenario and seed, or a capsule.

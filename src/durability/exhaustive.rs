@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::check::Invariant;
+use crate::faults::{Fault, FaultSource};
 use crate::runner::{Options, RunError, run_seed_with};
 use crate::scenario::Loaded;
-use crate::sim::faults::{Fault, FaultSource};
 
 /// What the enumeration found.
 #[derive(Clone, Debug, Serialize)]

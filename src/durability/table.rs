@@ -27,8 +27,8 @@ use super::outside;
 pub use super::workload::Config;
 use super::workload::{self, APPENDS, Halt};
 use crate::adapter::Adapter;
+use crate::prng::Prng;
 use crate::ratio::Ratio;
-use crate::sim::prng::Prng;
 use crate::store::{JournalMode, Synchronous};
 use crate::vfs::crash::{CrashVfs, Model};
 

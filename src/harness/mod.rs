@@ -93,9 +93,9 @@ use std::path::{Path, PathBuf};
 pub use error::HarnessError;
 pub use outcome::{Replay, RunOutcome};
 
+use crate::faults::FaultSource;
 use crate::runner::{self, Options, SeedResult};
 use crate::scenario::{self, Loaded, Source};
-use crate::sim::faults::FaultSource;
 use crate::store::Implementation;
 
 /// The seeds a run takes when `seeds` is not called: those of `crashsim run`.

@@ -13,10 +13,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::{Harness, HarnessError};
+use crate::faults::KillPoint;
 use crate::report::{self, json};
 use crate::runner::SeedResult;
 use crate::scenario::Loaded;
-use crate::sim::faults::KillPoint;
 use crate::trace::{recorder, render};
 use crate::{check, platform};
 

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Invariant;
 use crate::check::coverage;
+use crate::faults::{KillCounters, KillPoint};
 use crate::runner::SeedResult;
 use crate::scenario::Scenario;
-use crate::sim::faults::{KillCounters, KillPoint};
 
 /// One kill point across a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

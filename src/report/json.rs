@@ -11,8 +11,8 @@ use super::coverage::Coverage;
 use crate::runner::{Partition, Selection};
 
 use crate::check::Violation;
+use crate::faults::{KillCounters, KillPoint};
 use crate::runner::{ErrorKind, RunError, SeedResult};
-use crate::sim::faults::{KillCounters, KillPoint};
 
 /// The version of every JSON record crashsim writes: raised when a field
 /// changes meaning or goes; new fields may come without it.

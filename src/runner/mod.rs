@@ -25,8 +25,8 @@ pub use sweep::{Ended, Sweep, in_parallel, run_seeds, sweep};
 
 use crate::adapter::Adapter;
 use crate::check;
+use crate::faults::FaultSource;
 use crate::scenario::Loaded;
-use crate::sim::faults::FaultSource;
 use crate::sim::{SimError, Simulator};
 use crate::store::Implementation;
 use crate::trace::trace_hash;

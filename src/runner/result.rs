@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::check::{self, Snapshot, Violation};
-use crate::sim::faults::{Injected, KillCounters};
+use crate::faults::{Injected, KillCounters};
 use crate::store::Artifact;
 use crate::trace::TraceEvent;
 

@@ -29,8 +29,8 @@ pub use retries::{Horizon, Receivers, Retries, horizon};
 pub use skew::SkewFaults;
 pub use validate::Rejection;
 
+use crate::faults::{FaultPlan, KILL_POINTS, KillPoint};
 use crate::ratio::Ratio;
-use crate::sim::faults::{FaultPlan, KILL_POINTS, KillPoint};
 use crate::store::{JournalMode, SqliteSettings, Synchronous};
 use crate::workload::Style;
 

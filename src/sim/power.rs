@@ -13,10 +13,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::faults::{Fault, FaultSource};
-use super::prng::Prng;
-use crate::check::Snapshot;
+use crate::faults::{Fault, FaultSource};
+use crate::prng::Prng;
 use crate::ratio::Ratio;
+use crate::store::Snapshot;
 use crate::vfs::crash::{CrashVfs, Model, Restored, pin_sqlite_prng, unique_name};
 use crate::vfs::shim::VfsError;
 

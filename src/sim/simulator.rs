@@ -53,12 +53,13 @@ pub enum Files {
 
 use state::{Event, Life, Phase, Slot};
 
-use super::ctx::{Ctx, KillGate, World};
-use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
+use super::gate::KillGate;
 use super::power::{Power, Recovery};
-use super::prng::Prng;
 use super::queue::Queue;
 use crate::actors::{ActorId, Next, Role};
+use crate::actors::{Ctx, World};
+use crate::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
+use crate::prng::Prng;
 use crate::scenario::Scenario;
 use crate::store::{Implementation, Snapshot, Store, StoreError, System, SystemConfig};
 use crate::trace::{Op, Recorder};
@@ -418,7 +419,7 @@ impl<'a> Simulator<'a> {
 
     /// One step's duration: 1..=step_ticks_max.
     fn step_delay(&mut self, slot: usize) -> u64 {
-        let max = self.world.timing.step_ticks_max;
+        let max = self.scenario.timing.step_ticks_max;
         self.slots[slot].sched.range_inclusive(1, max)
     }
 
@@ -466,7 +467,7 @@ impl<'a> Simulator<'a> {
         match next {
             Next::Busy => {
                 let entry = &mut self.slots[slot];
-                let cap = self.world.timing.busy_backoff_ticks_max;
+                let cap = self.scenario.timing.busy_backoff_ticks_max;
                 let backoff = (1u64 << entry.busy_streak.min(20)).min(cap);
                 entry.busy_streak += 1;
                 let delay = backoff + entry.sched.range_inclusive(0, backoff);

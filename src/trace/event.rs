@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::actors::ActorId;
+use super::ActorId;
 use crate::store::{Lookup, Outcome};
 
 /// One trace line.

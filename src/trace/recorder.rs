@@ -7,8 +7,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::ActorId;
 use super::event::{Op, TraceEvent};
-use crate::actors::ActorId;
 use crate::store::service::hex16;
 
 #[derive(Default)]

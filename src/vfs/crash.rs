@@ -36,8 +36,8 @@ pub use crashsim_vfs::crash::CLOCK_ORIGIN_MS;
 pub use crashsim_vfs::disk::Restored;
 
 use super::shim::{self, Registered, VfsError};
+use crate::prng::Prng;
 use crate::ratio::Ratio;
-use crate::sim::prng::Prng;
 
 pub use crashsim_vfs::disk::Model;
 

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::style::{Class, Style};
-use crate::sim::prng::Prng;
+use crate::prng::Prng;
 
 /// The polite id of trip `index` of `count`: `trip-007`.
 pub fn plain(index: u32, count: u32) -> String {

@@ -105,7 +105,7 @@ impl Style {
     /// Swarm mode: each class kept with probability 1/2 (drawn from `prng`,
     /// in `Class::ALL` order), so that some seeds carry one kind of hostile
     /// text and others several. May come out plain.
-    pub fn swarm(&self, prng: &mut crate::sim::prng::Prng) -> Style {
+    pub fn swarm(&self, prng: &mut crate::prng::Prng) -> Style {
         let mut kept = BTreeSet::new();
         for class in self.classes() {
             if prng.chance(crate::ratio::Ratio::new(1, 2)) {
@@ -235,19 +235,12 @@ mod tests {
         let hostile = Style::hostile();
         let mut seen = BTreeSet::new();
         for seed in 0..40 {
-            let drawn = hostile.swarm(&mut crate::sim::prng::Prng::derive(seed, "swarm/ids"));
+            let drawn = hostile.swarm(&mut crate::prng::Prng::derive(seed, "swarm/ids"));
             assert!(drawn.classes().all(|class| hostile.contains(class)));
-            assert_eq!(
-                drawn,
-                hostile.swarm(&mut crate::sim::prng::Prng::derive(seed, "swarm/ids"))
-            );
+            assert_eq!(drawn, hostile.swarm(&mut crate::prng::Prng::derive(seed, "swarm/ids")));
             seen.insert(drawn);
         }
         assert!(seen.len() > 10, "subsets vary by seed");
-        assert!(
-            Style::plain()
-                .swarm(&mut crate::sim::prng::Prng::derive(0, "x"))
-                .is_plain()
-        );
+        assert!(Style::plain().swarm(&mut crate::prng::Prng::derive(0, "x")).is_plain());
     }
 }

@@ -14,8 +14,8 @@
 //! answer is treated as a timeout: the same key is sent again at once.
 
 use super::{Delivery, Stage};
+use crate::actors::Ctx;
 use crate::actors::{Next, retry_or_crash};
-use crate::sim::Ctx;
 use crate::store::{Outcome, Store};
 use crate::trace::Op;
 

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::super::output::{failure_lines, kill_table, next_steps, replay_command, shrink_command};
+use crate::faults::KillPoint;
 use crate::report::json::ScenarioSummary;
 use crate::report::number::{self, thousands};
 use crate::runner::{self, SeedResult};
 use crate::scenario::Loaded;
-use crate::sim::faults::KillPoint;
 
 /// Failing seeds printed in full; the rest are in the report.
 const FAILURES_SHOWN: usize = 10;

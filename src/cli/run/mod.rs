@@ -14,12 +14,12 @@ use super::sut::Choice;
 use super::workdir::WorkDir;
 use super::{Format, RunArgs};
 use crate::exit::Exit;
+use crate::faults::KillPoint;
 use crate::report::json::{ErrorRecord, RunSummary, ScenarioSummary, SeedRecord, SelectionSummary, SutSummary};
 use crate::report::number::{self, thousands};
 use crate::runner::{self, Options, Selection};
 use crate::scenario::{self, Loaded};
 use crate::sim::Files;
-use crate::sim::faults::KillPoint;
 use crate::{platform, report};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::Page;
 use super::text::Esc;
 use crate::check::Invariant;
-use crate::sim::faults::KillPoint;
+use crate::faults::KillPoint;
 
 /// "I1 ×4, I5 ×4, I10 ×1", in invariant order.
 pub(super) fn counts_by_invariant(page: &Page<'_>) -> String {

@@ -4,7 +4,7 @@
 use super::ending::Fatal;
 use super::{Event, Life, Phase, Simulator};
 use crate::actors::{Actor, ActorId, Next};
-use crate::sim::faults::{Fault, Injected};
+use crate::faults::{Fault, Injected};
 use crate::sim::power::{Power, Recovery};
 use crate::store::{Snapshot, StoreError, Who};
 use crate::trace::Op;
@@ -79,7 +79,7 @@ impl Simulator<'_> {
                 error,
             },
         );
-        Next::Sleep(self.world.timing.poll_ticks)
+        Next::Sleep(self.scenario.timing.poll_ticks)
     }
 
     /// Kills the actor: its connection closes (an open transaction rolls
@@ -100,7 +100,7 @@ impl Simulator<'_> {
                 point: point.to_string(),
             },
         );
-        let timing = &self.world.timing;
+        let timing = &self.scenario.timing;
         let delay = match self.phase {
             Phase::Faults => self.slots[slot]
                 .sched

@@ -3,7 +3,7 @@
 
 use super::{Event, Life, Phase, Simulator};
 use crate::actors::{ActorId, Role};
-use crate::sim::faults::{Fault, Injected};
+use crate::faults::{Fault, Injected};
 use crate::sim::net::{Address, Message};
 use crate::store::Request;
 use crate::trace::Op;
@@ -69,7 +69,7 @@ impl Simulator<'_> {
         for _ in 0..copies {
             let latency = self
                 .latency_prng
-                .range_inclusive(1, self.world.timing.latency_ticks_max);
+                .range_inclusive(1, self.scenario.timing.latency_ticks_max);
             self.in_flight += 1;
             self.queue.push(
                 self.now + latency,

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::sim::ctx::TripRequest;
-use crate::sim::faults::{FaultPlan, Injected, KillCounters};
+use crate::actors::TripRequest;
+use crate::faults::{FaultPlan, Injected, KillCounters};
 use crate::sim::power::Recovery;
 use crate::store::{Artifact, Snapshot, StoreError};
 use crate::trace::TraceEvent;

@@ -1,5 +1,5 @@
 //! Pauses: an actor stops taking steps for a while, its connection and
-//! memory intact, then goes on as if nothing happened (see `sim::faults`).
+//! memory intact, then goes on as if nothing happened (see `crate::faults`).
 //!
 //! The decision is made when an actor that is up is about to take a step in
 //! the fault phase: each such step is an occurrence (`Fault::Pause`'s
@@ -9,8 +9,8 @@
 //! memory, and only a kill (a script, a power cut) ends a pause early.
 
 use super::{Life, Phase, Simulator};
+use crate::faults::{Fault, FaultSource, Injected};
 use crate::scenario::PauseFaults;
-use crate::sim::faults::{Fault, FaultSource, Injected};
 use crate::trace::Op;
 
 /// Whether runs of this scenario and fault source decide pauses at all: the

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 
 use super::{Phase, Simulator};
 use crate::actors::{ActorId, Role};
+use crate::faults::{Fault, FaultSource, Injected};
+use crate::prng::Prng;
 use crate::ratio::Ratio;
-use crate::sim::faults::{Fault, FaultSource, Injected};
 use crate::sim::net::{Address, Message};
-use crate::sim::prng::Prng;
 use crate::store::Outcome;
 use crate::trace::Op;
 

@@ -82,13 +82,13 @@ impl Simulator<'_> {
 impl Simulator<'_> {
     /// Where kills inside `call`-granularity calls land: the shared control
     /// region, for an outside store whose SQLite loads crashsim's VFS.
-    pub(super) fn inside_calls(&self) -> Option<crate::sim::ctx::Inside> {
+    pub(super) fn inside_calls(&self) -> Option<crate::sim::gate::Inside> {
         if !self.implementation.kills_inside_calls() {
             return None;
         }
         let vfs = self.power.as_ref().map(|power| power.vfs).or(self.outside_clock)?;
         vfs.shared_dir()?;
-        Some(crate::sim::ctx::Inside {
+        Some(crate::sim::gate::Inside {
             control: vfs.control(),
             seed: self.seed,
         })

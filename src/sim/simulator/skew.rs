@@ -24,8 +24,8 @@
 //! skew or without.
 
 use super::{Life, Phase, SimError, Simulator};
+use crate::faults::{Fault, FaultSource, Injected};
 use crate::scenario::SkewFaults;
-use crate::sim::faults::{Fault, FaultSource, Injected};
 use crate::sim::power::Power;
 use crate::store::Implementation;
 use crate::trace::Op;

@@ -1,10 +1,10 @@
 //! The simulator's bookkeeping: its phase, the events of its queue, and
 //! each actor's slot, which outlives the actor's lives.
 
-use super::super::faults::KILL_POINTS;
 use super::super::net::{Address, Message};
-use super::super::prng::Prng;
 use crate::actors::{Actor, ActorId};
+use crate::faults::KILL_POINTS;
+use crate::prng::Prng;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {

@@ -3,13 +3,12 @@
 //! The simulator owns time, randomness, the network, the fault plan and the
 //! trace; an actor sees them only through this handle, for the duration of
 //! one step. That is what keeps actors from reading a wall clock or drawing
-//! from a stream that is not theirs.
+//! from a stream that is not theirs. The handle is the actors' word, defined
+//! here below the simulator: the simulator fills it in (`sim::gate` decides
+//! the kills, `sim::world` builds the `World`), and actors never import it.
 
-use super::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters, KillPoint};
-use super::net::{Address, Message};
-use super::prng::Prng;
-use crate::actors::ActorId;
-use crate::scenario::Timing;
+use super::{ActorId, Address, KillPoint, Message, Role};
+use crate::prng::Prng;
 use crate::trace::{Op, Recorder};
 
 /// A trip the outside world requests: the input every writer may start.
@@ -29,7 +28,12 @@ pub struct World<'a> {
     pub roles: crate::store::Roles,
     /// Ordered by `trip_id`.
     pub trips: Vec<TripRequest>,
-    pub timing: Timing,
+    /// An idle writer or worker looks for work again after this long
+    /// (`[timing] poll_ticks`).
+    pub poll_ticks: u64,
+    /// A worker gives up waiting for a reply after this long (`[timing]
+    /// reply_timeout_ticks`).
+    pub reply_timeout_ticks: u64,
     pub writers_count: u32,
     pub workers_count: u32,
     pub receivers_count: u32,
@@ -45,47 +49,9 @@ pub struct World<'a> {
     pub lease_margin_ticks: u64,
 }
 
-impl<'a> World<'a> {
-    /// The world of seed `seed` of `scenario`, with the plan's (maybe
-    /// swarm-drawn) styles of ids and payload strings.
-    pub fn new(
-        scenario: &crate::scenario::Scenario,
-        plan: &super::faults::FaultPlan,
-        seed: u64,
-        engine: &'a dyn crate::store::Engine,
-        roles: crate::store::Roles,
-    ) -> World<'a> {
-        let count = scenario.workload.trips_count;
-        let ids = crate::workload::ids::trip_ids(count, &plan.ids, &mut Prng::derive(seed, "workload/ids"));
-        let cities = crate::workload::cities::cities(&plan.payloads);
-        let mut prng = Prng::derive(seed, "workload/trips");
-        let mut trips: Vec<TripRequest> = ids
-            .into_iter()
-            .map(|trip_id| TripRequest {
-                trip_id,
-                city: prng.pick(&cities).expect("cities").clone(),
-            })
-            .collect();
-        trips.sort_by(|a, b| a.trip_id.cmp(&b.trip_id));
-        World {
-            engine,
-            roles,
-            trips,
-            timing: scenario.timing.clone(),
-            writers_count: scenario.workload.writers_count,
-            workers_count: scenario.workload.workers_count,
-            receivers_count: scenario.workload.receivers_count,
-            pending_batch: scenario.workload.pending_batch as usize,
-            lease_ticks: scenario.leases.map(|leases| leases.ticks),
-            retries: scenario.retries.map(|retries| retries.policy()),
-            dedup_retention_ticks: scenario.receivers.and_then(|receivers| receivers.dedup_retention_ticks),
-            lease_margin_ticks: scenario.leases.map_or(0, |leases| leases.margin_ticks),
-        }
-    }
-}
-
 /// Decides whether an actor dies at a kill point (the simulator's
-/// `KillGate`; a trait object so that `Ctx` need not name its lifetimes).
+/// `sim::gate::KillGate`; a trait object so that `Ctx` need not name its
+/// lifetimes).
 pub trait Gate {
     fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool;
     /// The actor reached `point` just before one call that holds a whole
@@ -98,33 +64,6 @@ pub trait Gate {
     }
     /// The call `inside_call` was asked about is over.
     fn call_over(&mut self) {}
-}
-
-/// Persistence points a kill inside a call is armed within: a few writes
-/// and syncs, about one commit's worth (a call that makes fewer dies as it
-/// returns, before the actor hears its answer).
-const INSIDE_WINDOW: u64 = 8;
-
-/// Where kills inside calls land: the shared control region of the run.
-pub(crate) struct Inside {
-    pub control: &'static crashsim_vfs::control::Control,
-    pub seed: u64,
-}
-
-/// Decides kills: counts every time a point is reached and, while faults
-/// are on, draws from the actor's own fault stream (or looks the occurrence
-/// up in a forced schedule).
-pub(crate) struct KillGate<'a> {
-    pub plan: &'a FaultPlan,
-    pub source: &'a FaultSource,
-    pub counters: &'a mut KillCounters,
-    /// This actor's reaches per point, across its lives.
-    pub reaches: &'a mut [u64; KILL_POINTS],
-    pub prng: &'a mut Prng,
-    pub injected: &'a mut Vec<Injected>,
-    pub active: bool,
-    /// Kills inside `call`-granularity calls, where the run has them.
-    pub inside: Option<&'a Inside>,
 }
 
 /// One actor's view of the simulation during one step.
@@ -142,62 +81,6 @@ pub struct Ctx<'a> {
     pub(crate) kill: &'a mut dyn Gate,
     pub(crate) trace: &'a mut Recorder,
     pub(crate) outgoing: &'a mut Vec<(Address, Message)>,
-}
-
-impl KillGate<'_> {
-    /// The actor reached `point`: true if it dies here.
-    pub fn reach(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
-        self.counters.reached[point.index()] += 1;
-        self.reaches[point.index()] += 1;
-        let fault = Fault::Kill {
-            actor,
-            point,
-            reach: self.reaches[point.index()],
-        };
-        if !self.active || !self.source.fires(self.prng, self.plan.rate(point), &fault) {
-            return false;
-        }
-        self.counters.fired[point.index()] += 1;
-        self.injected.push(Injected { tick: now, fault });
-        true
-    }
-}
-
-impl Gate for KillGate<'_> {
-    fn decide(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
-        self.reach(now, actor, point)
-    }
-
-    /// Decided as any kill point (the actor's fault stream, or the forced
-    /// schedule); where in the call it lands comes from the seed, the
-    /// actor and how often it reached the point, so a forced replay lands
-    /// on the same persistence point.
-    fn inside_call(&mut self, now: u64, actor: ActorId, point: KillPoint) -> bool {
-        let Some(inside) = self.inside else {
-            return false;
-        };
-        if !self.reach(now, actor, point) {
-            return false;
-        }
-        let reach = self.reaches[point.index()];
-        let mut state = inside.seed ^ fnv(actor.to_string().as_bytes()) ^ (reach << 8) ^ point.index() as u64;
-        let offset = 1 + crashsim_vfs::crash::splitmix64(&mut state) % INSIDE_WINDOW;
-        inside.control.arm_kill(offset);
-        true
-    }
-
-    fn call_over(&mut self) {
-        if let Some(inside) = self.inside {
-            inside.control.disarm_kill();
-        }
-    }
-}
-
-/// FNV-1a over `bytes`.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 impl Ctx<'_> {
@@ -238,10 +121,10 @@ impl Ctx<'_> {
     }
 
     /// Sends a hint about `workflow_id` to a random actor of `role`.
-    pub fn nudge(&mut self, role: crate::actors::Role, workflow_id: &str) {
+    pub fn nudge(&mut self, role: Role, workflow_id: &str) {
         let count = match role {
-            crate::actors::Role::Writer => self.world.writers_count,
-            crate::actors::Role::Worker => self.world.workers_count,
+            Role::Writer => self.world.writers_count,
+            Role::Worker => self.world.workers_count,
             _ => return,
         };
         let to = ActorId::new(role, self.prng.below(u64::from(count)) as u32);
@@ -263,7 +146,7 @@ impl Ctx<'_> {
     /// A receiver chosen at random (with this actor's decision stream).
     pub fn pick_receiver(&mut self) -> ActorId {
         let index = self.prng.below(u64::from(self.world.receivers_count)) as u32;
-        ActorId::new(crate::actors::Role::Receiver, index)
+        ActorId::new(Role::Receiver, index)
     }
 
     /// Sends `request` to whichever life of receiver `to` is up, with this

@@ -67,8 +67,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::prng::Prng;
 use crate::actors::ActorId;
+use crate::prng::Prng;
 use crate::ratio::Ratio;
 use crate::workload::{NearMiss, Style};
 
