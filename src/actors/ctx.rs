@@ -5,7 +5,8 @@
 //! one step. That is what keeps actors from reading a wall clock or drawing
 //! from a stream that is not theirs. The handle is the actors' word, defined
 //! here below the simulator: the simulator fills it in (`sim::gate` decides
-//! the kills, `sim::world` builds the `World`), and actors never import it.
+//! the kills, `sim::world` builds the `World`), and actors never import the
+//! simulator.
 
 use super::{ActorId, Address, KillPoint, Message, Role};
 use crate::prng::Prng;
