@@ -216,6 +216,7 @@ fn a_time_budget_stops_at_a_prefix_and_says_which() {
         &selection,
         2,
         &options,
+        false,
         || started.fetch_add(1, Ordering::SeqCst) < 3,
         |_, _| {},
     );
@@ -253,6 +254,57 @@ fn a_time_budget_stops_at_a_prefix_and_says_which() {
         _ => format!("0..={}", ran - 1),
     };
     assert_eq!(scenario["covered"], prefix.as_str());
+}
+
+#[test]
+fn fail_fast_starts_no_seed_after_a_failing_one_and_says_which_ended() {
+    // `no_dedup` fails most seeds, each soon (a duplicate effect, I2).
+    for jobs in ["1", "2"] {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let output = crashsim(&[
+            "run",
+            "smoke",
+            "--mutant",
+            "no_dedup",
+            "--seeds",
+            "40",
+            "--jobs",
+            jobs,
+            "--fail-fast",
+            "--report",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert!(
+            stdout(&output).contains("stopped at the first failure (--fail-fast): seeds 0"),
+            "{}",
+            stdout(&output)
+        );
+        let scenario = &summary(&dir.path().join("smoke+no_dedup/summary.json"))["scenarios"][0];
+        assert_eq!(scenario["selection"]["stopped_at_failure"], true);
+        assert_eq!(scenario["selection"]["budget_spent"], false);
+        let ran = scenario["seeds"].as_u64().unwrap();
+        assert!((1..40).contains(&ran), "jobs {jobs}: {ran} seeds ran");
+        // What ended is a prefix, every seed of it a verdict; the last
+        // seed started after a failure is at most one per other job.
+        let prefix = match ran {
+            1 => "0".to_string(),
+            _ => format!("0..={}", ran - 1),
+        };
+        assert_eq!(scenario["covered"], prefix.as_str());
+        let failing = scenario["failing_seeds"].as_array().unwrap();
+        let first = failing.iter().map(|seed| seed["seed"].as_u64().unwrap()).min().unwrap();
+        let jobs: u64 = jobs.parse().unwrap();
+        assert!(
+            ran <= first + jobs,
+            "jobs {jobs}: {ran} seeds after the first failure at {first}"
+        );
+    }
+
+    // A passing store runs the whole range.
+    let output = crashsim(&["run", "smoke", "--seeds", "3", "--fail-fast", "--no-report"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("stopped at the first failure"));
 }
 
 #[test]

@@ -203,6 +203,12 @@ pub struct RunArgs {
     /// the scenarios not yet run.
     #[arg(long, value_name = "DURATION", value_parser = seeds::parse_duration)]
     pub time_budget: Option<std::time::Duration>,
+    /// Start no seed once one has failed, and no scenario after it: the
+    /// seeds running then finish, so the seeds that ended are a prefix,
+    /// stated in the summary (a failing store's red build sooner; a failing
+    /// seed often runs to its budget).
+    #[arg(long, conflicts_with = "regressions")]
+    pub fail_fast: bool,
     /// Fail (exit 1) when a declared kill point or fault never fired, or an
     /// invariant the scenario's faults make was never exercised, across the
     /// run (also `[faults] require_fired = true` in a scenario).

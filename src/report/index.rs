@@ -59,7 +59,13 @@ pub fn page(summary: &RunSummary, has_page: impl Fn(&str, u64) -> bool) -> Strin
                 part.errored,
                 part.seconds,
                 esc(&part.covered),
-                if part.budget_spent { " (budget spent)" } else { "" },
+                if part.budget_spent {
+                    " (budget spent)"
+                } else if part.stopped_at_failure {
+                    " (stopped at a failure)"
+                } else {
+                    ""
+                },
                 esc(&part.file)
             );
         }

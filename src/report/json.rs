@@ -145,6 +145,10 @@ pub struct SelectionSummary {
     pub time_budget_s: Option<f64>,
     /// The budget ran out: the seeds that ended are a prefix of the share.
     pub budget_spent: bool,
+    /// `--fail-fast` stopped starting seeds after a failing one: the seeds
+    /// that ended are a prefix of the share.
+    #[serde(default)]
+    pub stopped_at_failure: bool,
 }
 
 impl SelectionSummary {
@@ -155,6 +159,7 @@ impl SelectionSummary {
             partition: selection.partition,
             time_budget_s,
             budget_spent: false,
+            stopped_at_failure: false,
         }
     }
 
@@ -243,6 +248,8 @@ pub struct PartSummary {
     pub covered: String,
     pub seconds: f64,
     pub budget_spent: bool,
+    #[serde(default)]
+    pub stopped_at_failure: bool,
 }
 
 impl ScenarioSummary {

@@ -172,6 +172,7 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
         total.seconds = total.seconds.max(next.seconds);
         total.require_fired |= next.require_fired;
         total.selection.budget_spent |= next.selection.budget_spent;
+        total.selection.stopped_at_failure |= next.selection.stopped_at_failure;
         for (invariant, seeds) in &next.violations_by_invariant {
             *total.violations_by_invariant.entry(invariant.clone()).or_default() += seeds;
         }
@@ -198,10 +199,10 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
     total.seeds_per_s = total.seeds as f64 / total.seconds.max(1e-9);
     total.steps_per_s = total.steps as f64 / total.seconds.max(1e-9);
     total.steps_per_seed = total.steps as f64 / total.seeds.max(1) as f64;
-    let whole = parts
-        .iter()
-        .all(|part| !part.scenario.selection.budget_spent && part.scenario.not_run == 0)
-        && missing.is_empty()
+    let whole = parts.iter().all(|part| {
+        let selection = &part.scenario.selection;
+        !selection.budget_spent && !selection.stopped_at_failure && part.scenario.not_run == 0
+    }) && missing.is_empty()
         && total.interrupted.is_none();
     let range = total.selection.selection();
     total.covered = match (whole, parts.len()) {
@@ -232,6 +233,7 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
             covered: part.scenario.covered.clone(),
             seconds: part.scenario.seconds,
             budget_spent: part.scenario.selection.budget_spent,
+            stopped_at_failure: part.scenario.selection.stopped_at_failure,
         })
         .collect();
     total.missing_partitions = missing.to_vec();

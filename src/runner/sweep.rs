@@ -5,8 +5,9 @@
 //! each is handed on in seed order as soon as it and every seed before it
 //! have ended (so a log streams, and an interrupted run's output holds
 //! every seed it finished), an error that would meet every later seed stops
-//! the seeds not yet started, and so do `super::abandon` and a spent time
-//! budget (which lets the running seeds finish, so what ended is a prefix).
+//! the seeds not yet started, and so do `super::abandon`, a spent time
+//! budget and, with `fail_fast`, a failing seed (both let the running seeds
+//! finish, so what ended is a prefix).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -88,12 +89,15 @@ pub struct Sweep {
     /// `keep_starting` said no: the seeds that ended are a prefix of the
     /// selection, and the rest were not started.
     pub budget_spent: bool,
+    /// As `budget_spent`, because a seed failed and `fail_fast` was asked.
+    pub stopped_at_failure: bool,
 }
 
 /// Runs the seeds of `selection` in order on `jobs` threads until it has
 /// none left, an error that stops the run (`RunError::stops_run`),
-/// `super::abandon`, or `keep_starting` says no (asked before each seed
-/// starts: a time budget; the seeds running then finish). `on_ended` is
+/// `super::abandon`, a seed fails with `fail_fast`, or `keep_starting` says
+/// no (asked before each seed starts: a time budget; in these two cases the
+/// seeds running then finish). `on_ended` is
 /// called on the calling thread in seed order, for each seed as soon as it
 /// and every earlier seed have ended; seeds abandoned or never started are
 /// skipped.
@@ -102,6 +106,7 @@ pub fn sweep(
     selection: &Selection,
     jobs: usize,
     options: &Options,
+    fail_fast: bool,
     keep_starting: impl Fn() -> bool + Sync,
     mut on_ended: impl FnMut(u64, &Ended),
 ) -> Sweep {
@@ -116,12 +121,20 @@ pub fn sweep(
     // Seeds before this index have been handed on (or were abandoned).
     let mut emitted = 0;
     let mut started = 0;
+    // Set on the seed's own thread as it ends, so that no seed starts after it.
+    let failed = AtomicBool::new(false);
     let spent = on_threads(
         &|index| selection.nth(index as u64),
         threads,
         options.starts_processes(),
-        &keep_starting,
-        &|seed| run_seed(loaded, seed, options),
+        &|| !failed.load(Ordering::SeqCst) && keep_starting(),
+        &|seed| {
+            let ended = run_seed(loaded, seed, options);
+            if fail_fast && ended.as_ref().is_ok_and(|result| !result.ok) {
+                failed.store(true, Ordering::SeqCst);
+            }
+            ended
+        },
         |ended| ended.as_ref().is_err_and(RunError::stops_run) || super::abandoning(),
         |index, seed, ended| {
             started = started.max(index + 1);
@@ -138,7 +151,8 @@ pub fn sweep(
         hand_on(&mut sweep, seed, ended, &mut on_ended);
     }
     sweep.ended.sort_by_key(|(seed, _)| *seed);
-    sweep.budget_spent = spent;
+    sweep.stopped_at_failure = spent && failed.load(Ordering::SeqCst);
+    sweep.budget_spent = spent && !sweep.stopped_at_failure;
     // Seeds of a bounded selection that a stop left unstarted.
     if !spent && selection.len().is_some() {
         sweep

@@ -104,6 +104,12 @@ pub(super) fn print(
         );
     } else if summary.not_run > 0 {
         println!("  the run stopped at the first error that would meet every later seed too");
+    } else if summary.selection.stopped_at_failure {
+        println!(
+            "  stopped at the first failure (--fail-fast): seeds {} ended (a prefix of the range {})",
+            summary.covered,
+            summary.selection.selection().range()
+        );
     } else if summary.selection.budget_spent {
         let ended = summary.seeds + summary.errored;
         let rerun = match summary.selection.partition {

@@ -126,14 +126,14 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     }
 
     let mut exit = Exit::Pass;
-    let mut summaries = Vec::new();
+    let mut summaries: Vec<ScenarioSummary> = Vec::new();
     #[expect(
         clippy::disallowed_methods,
         reason = "wall time reports speed; it never steers a run"
     )]
     let started = Instant::now();
     for (index, loaded) in scenarios.iter().enumerate() {
-        if runner::abandoning() {
+        if runner::abandoning() || (args.fail_fast && summaries.iter().any(|summary| summary.failed > 0)) {
             break;
         }
         let options = Options {
@@ -194,9 +194,14 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 number::seed_rate(total.seeds_per_s)
             );
         }
-        if runner::abandoning() && summaries.len() < scenarios.len() {
+        if summaries.len() < scenarios.len() {
             let skipped: Vec<String> = scenarios[summaries.len()..].iter().map(Loaded::label).collect();
-            println!("interrupted: not started: {}", skipped.join(", "));
+            let why = if runner::abandoning() {
+                "interrupted"
+            } else {
+                "stopped at the first failure (--fail-fast)"
+            };
+            println!("{why}: not started: {}", skipped.join(", "));
         }
     } else {
         // A reader that stopped early (`| head`) closed the pipe: nothing to tell it.
@@ -353,6 +358,7 @@ fn run_scenario(
         selection,
         jobs,
         options,
+        args.fail_fast,
         || before(deadline),
         |seed, ended| {
             let replay = replay_command(loaded, seed, &flags);
@@ -429,6 +435,7 @@ fn run_scenario(
     .with_errors(records, sweep.not_run.len() as u64, covered);
     summary.selection = SelectionSummary {
         budget_spent: sweep.budget_spent,
+        stopped_at_failure: sweep.stopped_at_failure,
         ..SelectionSummary::new(selection, args.time_budget.map(|budget| budget.as_secs_f64()))
     };
     summary.require_fired = args.require_fired || loaded.scenario.faults.require_fired;
