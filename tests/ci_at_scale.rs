@@ -249,11 +249,15 @@ fn a_time_budget_stops_at_a_prefix_and_says_which() {
     assert!(ran >= 1);
     assert_eq!(scenario["selection"]["budget_spent"], true);
     assert_eq!(scenario["selection"]["seeds"], Value::Null, "open-ended");
-    let prefix = match ran {
+    assert_eq!(scenario["covered"], prefix(ran).as_str());
+}
+
+/// The seeds `0..ran` as a summary's `covered` writes them.
+fn prefix(ran: u64) -> String {
+    match ran {
         1 => "0".to_string(),
         _ => format!("0..={}", ran - 1),
-    };
-    assert_eq!(scenario["covered"], prefix.as_str());
+    }
 }
 
 #[test]
@@ -287,11 +291,7 @@ fn fail_fast_starts_no_seed_after_a_failing_one_and_says_which_ended() {
         assert!((1..40).contains(&ran), "jobs {jobs}: {ran} seeds ran");
         // What ended is a prefix, every seed of it a verdict; the last
         // seed started after a failure is at most one per other job.
-        let prefix = match ran {
-            1 => "0".to_string(),
-            _ => format!("0..={}", ran - 1),
-        };
-        assert_eq!(scenario["covered"], prefix.as_str());
+        assert_eq!(scenario["covered"], prefix(ran).as_str());
         let failing = scenario["failing_seeds"].as_array().unwrap();
         let first = failing.iter().map(|seed| seed["seed"].as_u64().unwrap()).min().unwrap();
         let jobs: u64 = jobs.parse().unwrap();
