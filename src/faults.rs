@@ -70,6 +70,7 @@ use serde::{Deserialize, Serialize};
 use crate::actors::ActorId;
 use crate::prng::Prng;
 use crate::ratio::Ratio;
+use crate::store::Synchronous;
 use crate::workload::{NearMiss, Style};
 
 /// The kill points are the actors' vocabulary (`actors::kill`); the fault
@@ -124,8 +125,26 @@ pub struct FaultPlan {
     /// The same for payload strings (`[workload] payloads`).
     #[serde(skip_serializing_if = "Style::is_plain")]
     pub payloads: Style,
+    /// The SQLite build's default `synchronous` every new connection starts
+    /// at (`[sqlite] default_synchronous`, or drawn per seed in a swarm with
+    /// power loss: `default_synchronous`); `None`: SQLite's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_synchronous: Option<Synchronous>,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
+}
+
+/// The SQLite build's default `synchronous` for one seed: the scenario's
+/// (`written`), or, in a swarm with power loss, NORMAL (a build with
+/// `SQLITE_DEFAULT_WAL_SYNCHRONOUS=1`) or SQLite's own with even odds, from
+/// a stream of its own so that every other draw stays as it was.
+pub fn default_synchronous(written: Option<Synchronous>, swarm_with_power: bool, seed: u64) -> Option<Synchronous> {
+    if written.is_some() || !swarm_with_power {
+        return written;
+    }
+    Prng::derive(seed, "swarm/default_synchronous")
+        .chance(Ratio::new(1, 2))
+        .then_some(Synchronous::Normal)
 }
 
 impl FaultPlan {
@@ -146,6 +165,7 @@ impl FaultPlan {
             clock_step: Ratio::ZERO,
             ids: Style::plain(),
             payloads: Style::plain(),
+            default_synchronous: None,
             swarm: false,
         }
     }
@@ -215,6 +235,9 @@ impl FaultPlan {
             if !style.is_plain() {
                 parts.push(format!("{name}={style}"));
             }
+        }
+        if let Some(level) = self.default_synchronous {
+            parts.push(format!("default_synchronous={}", level.as_str()));
         }
         if parts.is_empty() {
             "no faults".to_string()

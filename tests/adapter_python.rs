@@ -269,8 +269,9 @@ fn each_known_bug_of_the_example_is_caught_by_its_invariant() {
         ("autocommit", DETECT, Invariant::I5),
         // CURRENT_TIMESTAMP answered by crashsim's VFS with skewed clocks.
         ("load_by_created_at", "tests/fixtures/clocks_small.toml", Invariant::I6),
-        // Later connections run SQLite's default FULL where EXTRA is asked
-        // (scenarios/crash_storm.toml asks for it too, at a larger size).
+        // Later connections run SQLite's default FULL where EXTRA is asked of
+        // a rollback journal (on power_loss, where the build's default is
+        // NORMAL, they lose acknowledged commits: tests/default_synchronous.rs).
         ("pragmas_once", "tests/fixtures/sync_extra.toml", Invariant::I9),
     ] {
         let invariants = caught(bug, scenario).unwrap_or_default();

@@ -163,7 +163,11 @@ impl Fixture {
                 ticks_max: 1_000,
                 steps_max: 10_000,
                 ended: (1_000, 500),
-                synchronous: super::Expected { store: 2, receiver: 2 },
+                synchronous: super::Expected {
+                    store: 2,
+                    receiver: 2,
+                    journal_mode: crate::store::JournalMode::Wal,
+                },
                 recoveries: &self.recoveries,
                 artifacts: &[],
                 durable: super::Durable::default(),

@@ -43,8 +43,9 @@ pub struct History<'a> {
     /// (tick, actor, level).
     pub opens: Vec<(u64, ActorId, u8)>,
     /// Commits acknowledged with no sync under a `synchronous` that demands
-    /// one, as (tick, actor, database).
-    pub unsynced: Vec<(u64, ActorId, &'a str)>,
+    /// one, as (tick, actor, database, whether only the directory sync of
+    /// EXTRA was missing).
+    pub unsynced: Vec<(u64, ActorId, &'a str, bool)>,
     /// Probes answered (key-conflict and near-miss ones), as (tick, key, outcome).
     pub probe_replies: Vec<(u64, &'a str, &'a Outcome)>,
     /// Near-miss probes: each near-miss key, with the key it is near and how
@@ -143,7 +144,9 @@ impl<'a> History<'a> {
                     synchronous: Some(level),
                     ..
                 } => history.opens.push((event.tick, event.actor, *level)),
-                Op::Unsynced { database } => history.unsynced.push((event.tick, event.actor, database)),
+                Op::Unsynced { database, directory } => {
+                    history.unsynced.push((event.tick, event.actor, database, *directory))
+                }
                 Op::Apply { key, effect_id, .. } => {
                     history.apply_ticks.insert(*effect_id, event.tick);
                     applying.insert(event.actor, (key, *effect_id));

@@ -175,6 +175,9 @@ impl Durable {
 pub struct Expected {
     pub store: u8,
     pub receiver: u8,
+    /// Both databases' journal mode, in which the levels are judged
+    /// (`settings::same_syncs`).
+    pub journal_mode: crate::store::JournalMode,
 }
 
 /// Runs every checker; violations come out root first (`order`).

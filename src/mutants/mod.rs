@@ -35,9 +35,13 @@
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //! | `heads_done_unscoped` | 15 | `heads` counts the workflow's done commands over all its events, not the head's |
 //!
-//! Mistake 10 shows only where a scenario asks for more than SQLite's
-//! default FULL (EXTRA, `tests/fixtures/sync_extra.toml`): below it, the
-//! connections left on the default are stricter than asked, no finding.
+//! Mistake 10 shows where the connections left on the default run weaker
+//! than asked: where the SQLite build's default is weaker
+//! (`scenarios/power_loss.toml`, `default_synchronous = "normal"`: they
+//! lose acknowledged commits in a cut), or where a rollback journal is asked
+//! for more than SQLite's default FULL (EXTRA, `tests/fixtures/sync_extra.toml`).
+//! In WAL mode EXTRA makes FULL's syncs, so a connection left on FULL there
+//! is as durable as asked, no finding.
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
 //! late (`scenarios/retries.toml`); `dedup_after_effect` only where the

@@ -218,6 +218,7 @@ pub fn run_seed_on(
             synchronous: check::Expected {
                 store: loaded.scenario.sqlite.store_settings().synchronous.level(),
                 receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
+                journal_mode: loaded.scenario.sqlite.journal_mode,
             },
             max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
         },

@@ -91,6 +91,7 @@ impl Scenario {
         plan.pause = self.faults.pause.map_or(Ratio::ZERO, |pause| pause.rate);
         plan.ids = self.workload.ids.clone();
         plan.payloads = self.workload.payloads.clone();
+        plan.default_synchronous = self.sqlite.default_synchronous;
         if let Some(skew) = self.faults.skew {
             plan.skew_ticks = skew.max_ticks;
             plan.clock_step = skew.step_rate;
@@ -187,6 +188,14 @@ pub struct SqliteConfig {
     /// The receiver's `synchronous`; defaults to the store's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver_synchronous: Option<Synchronous>,
+    /// The SQLite build's default `synchronous`, a fault: every new
+    /// connection, of both databases, starts at this level until the store
+    /// sets its own (as on a SQLite built with `SQLITE_DEFAULT_SYNCHRONOUS`
+    /// or `SQLITE_DEFAULT_WAL_SYNCHRONOUS`; `vfs::crash`). Needs power loss,
+    /// where it shows. Unwritten: SQLite's own (FULL), or, in a swarm with
+    /// power loss, drawn per seed (`FaultPlan::default_synchronous`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_synchronous: Option<Synchronous>,
 }
 
 /// Fault rates, as ratios like "1/50". Unlisted faults are off.
@@ -358,6 +367,7 @@ impl Default for SqliteConfig {
             journal_mode: JournalMode::Wal,
             synchronous: Synchronous::Full,
             receiver_synchronous: None,
+            default_synchronous: None,
         }
     }
 }

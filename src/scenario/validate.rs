@@ -150,6 +150,19 @@ impl Scenario {
                 ),
             );
         }
+        if let Some(level) = self.sqlite.default_synchronous
+            && !self.power_enabled()
+        {
+            return fail(
+                "sqlite.default_synchronous",
+                format!(
+                    "\"{}\" is the level every new connection starts at, which only a power cut can tell from \
+                     SQLite's own default: it needs power loss ([power] loss, or a scripted power_cut); \
+                     leave it out, or turn power loss on",
+                    level.as_str().to_ascii_lowercase()
+                ),
+            );
+        }
         for (index, entry) in self.script.iter().enumerate() {
             if entry.tick > self.run.ticks_fault {
                 return fail(

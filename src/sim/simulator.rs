@@ -61,7 +61,7 @@ use crate::actors::{Ctx, World};
 use crate::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use crate::prng::Prng;
 use crate::scenario::Scenario;
-use crate::store::{Implementation, Snapshot, Store, StoreError, System, SystemConfig};
+use crate::store::{Implementation, Snapshot, Store, StoreError, Synchronous, System, SystemConfig};
 use crate::trace::{Op, Recorder};
 use crate::vfs::CrashVfs;
 
@@ -168,6 +168,18 @@ impl<'a> Simulator<'a> {
         } else {
             None
         };
+        // The SQLite build's default, before the first connection opens.
+        let default_synchronous = crate::faults::default_synchronous(
+            scenario.sqlite.default_synchronous,
+            scenario.faults.swarm && power.is_some(),
+            seed,
+        );
+        if let Some(power) = &power {
+            power
+                .vfs
+                .control()
+                .set_default_synchronous(default_synchronous.map(Synchronous::level));
+        }
         let (mut store_sqlite, mut receiver_sqlite) =
             (scenario.sqlite.store_settings(), scenario.sqlite.receiver_settings());
         let clock_vfs = skew::clock_vfs(seed, power.as_ref(), implementation, files)?;
@@ -204,12 +216,14 @@ impl<'a> Simulator<'a> {
         let observer = system.open_observer().map_err(SimError::Setup)?;
         if let Some(power) = &power {
             shared_vfs::loaded(power, implementation)?;
+            shared_vfs::default_applied(power, implementation)?;
         }
 
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
         }
+        plan.default_synchronous = default_synchronous;
         let world = World::new(scenario, &plan, seed, implementation.engine(), implementation.roles());
         let workload = &scenario.workload;
         let roles = [

@@ -344,9 +344,13 @@ pub enum Op {
     /// crashsim's VFS under the store's SQLite saw no sync in the whole
     /// step: the connection does not run the level it must, whatever it
     /// reported (recorded by the simulator, for stores whose SQLite loaded
-    /// the VFS extension).
+    /// the VFS extension). `directory`: the step synced, but the scenario
+    /// asks for EXTRA in rollback-journal mode and the journal was deleted
+    /// without syncing its directory (what only EXTRA adds to FULL).
     Unsynced {
         database: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        directory: bool,
     },
 
     // Clock faults, recorded by the simulator (`[faults.skew]`).

@@ -290,8 +290,20 @@ pub fn describe(op: &Op) -> String {
         Op::DedupPurged { before, removed } => {
             format!("purge de-dup records applied before tick {before}: {removed} deleted")
         }
-        Op::Unsynced { database } => {
+        Op::Unsynced {
+            database,
+            directory: false,
+        } => {
             format!("that commit to the {database} was acknowledged with no sync reaching the disk")
+        }
+        Op::Unsynced {
+            database,
+            directory: true,
+        } => {
+            format!(
+                "that commit to the {database} deleted its journal without syncing the directory: the \
+                 deletion may not survive a power cut"
+            )
         }
     }
 }

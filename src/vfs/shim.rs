@@ -2,9 +2,9 @@
 //! crashsim links (rusqlite's bundled one): every VFS crashsim registers in
 //! its own process goes through here.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 
-use crashsim_vfs::ffi::{Api, sqlite3_vfs};
+use crashsim_vfs::ffi::{self as own, Api, ConnectionApi, sqlite3_vfs};
 use rusqlite::ffi;
 
 pub use crashsim_vfs::shim::{File, Hooks, Registered, VfsError, unregister};
@@ -24,12 +24,48 @@ unsafe extern "C" fn vfs_unregister(vfs: *mut sqlite3_vfs) -> c_int {
     unsafe { ffi::sqlite3_vfs_unregister(vfs.cast()) }
 }
 
-/// The linked SQLite's VFS registry.
+unsafe extern "C" fn auto_extension(entry: Option<unsafe extern "C" fn()>) -> c_int {
+    type Entry = unsafe extern "C" fn(*mut ffi::sqlite3, *mut *mut c_char, *const ffi::sqlite3_api_routines) -> c_int;
+    // SAFETY: the entry is an `own::AutoExtension` passed as the C API's
+    // `void(*)(void)`; rusqlite declares the type SQLite calls it with.
+    unsafe {
+        ffi::sqlite3_auto_extension(entry.map(|entry| std::mem::transmute::<unsafe extern "C" fn(), Entry>(entry)))
+    }
+}
+
+unsafe extern "C" fn file_control(
+    db: *mut own::sqlite3,
+    database: *const c_char,
+    op: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: `own::sqlite3` is the same opaque connection.
+    unsafe { ffi::sqlite3_file_control(db.cast(), database, op, arg) }
+}
+
+unsafe extern "C" fn exec(
+    db: *mut own::sqlite3,
+    sql: *const c_char,
+    callback: Option<own::ExecCallback>,
+    argument: *mut c_void,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: as `file_control`; the callback type is the same C type.
+    unsafe { ffi::sqlite3_exec(db.cast(), sql, callback, argument, error) }
+}
+
+/// The linked SQLite's VFS registry, and what a weaker default
+/// `synchronous` needs (`crashsim_vfs::shim::default_level`).
 pub fn api() -> Api {
     Api {
         vfs_find,
         vfs_register,
         vfs_unregister,
+        connections: Some(ConnectionApi {
+            auto_extension,
+            file_control,
+            exec,
+        }),
     }
 }
 

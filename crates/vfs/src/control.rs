@@ -61,6 +61,17 @@ pub struct Control {
     /// Changes a process could not append to the log: the model is
     /// incomplete, and the run cannot be judged.
     pub log_errors: AtomicU64,
+    /// The `synchronous` level every new connection through a crash VFS of
+    /// this region starts at, plus one (0: SQLite's own default), as a
+    /// SQLite built with `SQLITE_DEFAULT_SYNCHRONOUS` or
+    /// `SQLITE_DEFAULT_WAL_SYNCHRONOUS` would (`shim::default_level`).
+    pub default_synchronous: AtomicU64,
+    /// Connections that started at that level (evidence the fault reached
+    /// the store's SQLite).
+    pub defaults_applied: AtomicU64,
+    /// Rollback journals deleted without syncing their directory (what
+    /// `synchronous=EXTRA` adds to FULL in rollback-journal mode).
+    pub journal_deletes_unsynced: AtomicU64,
 }
 
 /// The region's size on disk: room to grow without a new layout.
@@ -193,6 +204,21 @@ impl Control {
     /// The armed point, if any.
     pub fn armed(&self) -> Option<u64> {
         Some(self.cut_at.load(Ordering::Acquire)).filter(|at| *at != 0)
+    }
+
+    /// Every new connection starts at `synchronous` level `level` (0 OFF …
+    /// 3 EXTRA); `None`: at SQLite's compiled-in default.
+    pub fn set_default_synchronous(&self, level: Option<u8>) {
+        let code = level.map_or(0, |level| u64::from(level) + 1);
+        self.default_synchronous.store(code, Ordering::Release);
+    }
+
+    /// The level `set_default_synchronous` set, if any.
+    pub fn default_synchronous(&self) -> Option<u8> {
+        match self.default_synchronous.load(Ordering::Acquire) {
+            0 => None,
+            code => u8::try_from(code - 1).ok(),
+        }
     }
 
     /// Power is back on: nothing armed, nothing cut.

@@ -135,6 +135,9 @@ impl Hooks for CrashHooks {
     }
 
     fn deleted(&self, path: &str, sync_dir: bool) {
+        if !sync_dir && path.ends_with("-journal") {
+            self.control.journal_deletes_unsynced.fetch_add(1, Ordering::AcqRel);
+        }
         self.record(|| Event::Deleted {
             path: path.to_string(),
             sync_dir,
@@ -147,6 +150,14 @@ impl Hooks for CrashHooks {
 
     fn current_time_ms(&self) -> Option<i64> {
         Some(CLOCK_ORIGIN_MS + self.control.clock.load(Ordering::Acquire))
+    }
+
+    fn default_synchronous(&self) -> Option<u8> {
+        self.control.default_synchronous()
+    }
+
+    fn default_applied(&self) {
+        self.control.defaults_applied.fetch_add(1, Ordering::AcqRel);
     }
 
     fn randomness(&self, out: &mut [u8]) -> bool {

@@ -100,6 +100,33 @@ unsafe fn host_api(routines: *const c_void) -> Option<(Api, c_int)> {
     unsafe {
         let slot = |index: usize| *slots.add(index);
         let version: unsafe extern "C" fn() -> c_int = std::mem::transmute(slot(api_slot::LIBVERSION_NUMBER)?);
+        let connections = match (
+            slot(api_slot::AUTO_EXTENSION),
+            slot(api_slot::FILE_CONTROL),
+            slot(api_slot::EXEC),
+        ) {
+            (Some(auto_extension), Some(file_control), Some(exec)) => Some(ffi::ConnectionApi {
+                auto_extension: std::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(Option<unsafe extern "C" fn()>) -> c_int,
+                >(auto_extension),
+                file_control: std::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(*mut ffi::sqlite3, *const c_char, c_int, *mut c_void) -> c_int,
+                >(file_control),
+                exec: std::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut ffi::sqlite3,
+                        *const c_char,
+                        Option<ffi::ExecCallback>,
+                        *mut c_void,
+                        *mut *mut c_char,
+                    ) -> c_int,
+                >(exec),
+            }),
+            _ => None,
+        };
         Some((
             Api {
                 vfs_find: std::mem::transmute::<
@@ -114,6 +141,7 @@ unsafe fn host_api(routines: *const c_void) -> Option<(Api, c_int)> {
                     unsafe extern "C" fn(),
                     unsafe extern "C" fn(*mut ffi::sqlite3_vfs) -> c_int,
                 >(slot(api_slot::VFS_UNREGISTER)?),
+                connections,
             },
             version(),
         ))

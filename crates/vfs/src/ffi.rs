@@ -75,13 +75,35 @@ pub struct sqlite3_vfs {
     pub xNextSystemCall: Option<unsafe extern "C" fn(*mut sqlite3_vfs, *const c_char) -> *const c_char>,
 }
 
-/// The three SQLite functions the shim calls: linked ones in crashsim, the
+/// A database connection, only ever handled by pointer.
+pub enum sqlite3 {}
+
+/// `sqlite3_exec`'s row callback.
+pub type ExecCallback = unsafe extern "C" fn(*mut c_void, c_int, *mut *mut c_char, *mut *mut c_char) -> c_int;
+
+/// An auto-extension's entry point, as SQLite calls it on every new connection.
+pub type AutoExtension = unsafe extern "C" fn(*mut sqlite3, *mut *mut c_char, *const c_void) -> c_int;
+
+/// The SQLite functions the shim calls: linked ones in crashsim, the
 /// host's (from `sqlite3_api_routines`) in the extension.
 #[derive(Clone, Copy)]
 pub struct Api {
     pub vfs_find: unsafe extern "C" fn(*const c_char) -> *mut sqlite3_vfs,
     pub vfs_register: unsafe extern "C" fn(*mut sqlite3_vfs, c_int) -> c_int,
     pub vfs_unregister: unsafe extern "C" fn(*mut sqlite3_vfs) -> c_int,
+    /// For a weaker default `synchronous` (`shim::default_level`); `None`
+    /// where the host lacks them, and then the default stays SQLite's.
+    pub connections: Option<ConnectionApi>,
+}
+
+/// The connection-level functions behind a weaker default `synchronous`.
+#[derive(Clone, Copy)]
+pub struct ConnectionApi {
+    /// `sqlite3_auto_extension`, whose argument is really an `AutoExtension`.
+    pub auto_extension: unsafe extern "C" fn(Option<unsafe extern "C" fn()>) -> c_int,
+    pub file_control: unsafe extern "C" fn(*mut sqlite3, *const c_char, c_int, *mut c_void) -> c_int,
+    pub exec:
+        unsafe extern "C" fn(*mut sqlite3, *const c_char, Option<ExecCallback>, *mut c_void, *mut *mut c_char) -> c_int,
 }
 
 pub const SQLITE_OK: c_int = 0;
@@ -114,13 +136,17 @@ pub const SQLITE_OPEN_WAL: c_int = 0x0008_0000;
 
 pub const SQLITE_ACCESS_EXISTS: c_int = 0;
 pub const SQLITE_FCNTL_SIZE_HINT: c_int = 5;
+pub const SQLITE_FCNTL_VFS_POINTER: c_int = 27;
 pub const SQLITE_IOCAP_POWERSAFE_OVERWRITE: c_int = 0x0000_1000;
 
 /// Slots (pointer-sized, from 0) of `struct sqlite3_api_routines` in
 /// `sqlite3ext.h`; the table only ever grows at its end.
 pub mod api_slot {
+    pub const EXEC: usize = 55;
     pub const LIBVERSION_NUMBER: usize = 67;
+    pub const FILE_CONTROL: usize = 127;
     pub const VFS_FIND: usize = 141;
     pub const VFS_REGISTER: usize = 142;
     pub const VFS_UNREGISTER: usize = 143;
+    pub const AUTO_EXTENSION: usize = 192;
 }

@@ -37,7 +37,11 @@ impl Run {
             ticks_max: 1_000,
             steps_max: 10_000,
             ended: (1_000, 500),
-            synchronous: Expected { store: 2, receiver: 2 },
+            synchronous: Expected {
+                store: 2,
+                receiver: 2,
+                journal_mode: crate::store::JournalMode::Wal,
+            },
             recoveries: &self.recoveries,
             artifacts: &[],
             durable: Durable::default(),

@@ -20,15 +20,17 @@ use super::{SimError, Simulator};
 use crate::actors::Role;
 use crate::sim::power::Power;
 use crate::store::Implementation;
-use crate::store::Synchronous;
+use crate::store::{JournalMode, Synchronous};
 use crate::trace::Op;
 use crate::vfs::CrashVfs;
 
-/// The shared counters before a step: persistence points and syncs.
+/// The shared counters before a step: persistence points, syncs and
+/// rollback journals deleted without a directory sync.
 #[derive(Clone, Copy)]
 pub(super) struct Before {
     points: u64,
     syncs: u64,
+    journal_deletes: u64,
     recorded: usize,
 }
 
@@ -41,38 +43,57 @@ impl Simulator<'_> {
         Some(Before {
             points: control.points.load(Ordering::Acquire),
             syncs: control.syncs.load(Ordering::Acquire),
+            journal_deletes: control.journal_deletes_unsynced.load(Ordering::Acquire),
             recorded: self.trace.events().len(),
         })
     }
 
     /// After actor `slot`'s step: a commit it recorded, with writes through
-    /// the VFS and not one sync, under a level that demands one.
+    /// the VFS and not one sync, under a level that demands one; or, where
+    /// EXTRA is asked of a rollback journal, a journal deleted without the
+    /// directory sync only EXTRA makes.
     pub(super) fn judge_syncs(&mut self, slot: usize, before: Before) {
         let Some(vfs) = self.power.as_ref().map(|power| power.vfs).or(self.outside_clock) else {
             return;
         };
         let control = vfs.control();
-        let (points, syncs) = (
+        let (points, syncs, journal_deletes) = (
             control.points.load(Ordering::Acquire),
             control.syncs.load(Ordering::Acquire),
+            control.journal_deletes_unsynced.load(Ordering::Acquire),
         );
         // A cut in the step restarted nothing yet, but its failed calls prove nothing.
-        if points == before.points || syncs != before.syncs || vfs.is_cut() {
+        if points == before.points || vfs.is_cut() {
             return;
         }
         let actor = self.slots[slot].id;
         let committed = self.trace.events()[before.recorded..]
             .iter()
             .any(|event| event.actor == actor && matches!(event.op, Op::Commit { .. }));
-        let (database, synchronous) = match actor.role {
-            Role::Receiver => ("receiver", self.config.receiver_sqlite.synchronous),
-            _ => ("store", self.config.store_sqlite.synchronous),
+        let settings = match actor.role {
+            Role::Receiver => self.config.receiver_sqlite,
+            _ => self.config.store_sqlite,
         };
-        if committed && synchronous >= Synchronous::Full {
+        let database = match actor.role {
+            Role::Receiver => "receiver",
+            _ => "store",
+        };
+        let directory = if syncs == before.syncs {
+            false
+        } else if settings.synchronous == Synchronous::Extra
+            && settings.journal_mode == JournalMode::Delete
+            && journal_deletes != before.journal_deletes
+        {
+            true
+        } else {
+            return;
+        };
+        if committed && settings.synchronous >= Synchronous::Full {
             self.record(
                 actor,
                 Op::Unsynced {
                     database: database.to_string(),
+                    directory,
                 },
             );
         }
@@ -128,6 +149,29 @@ pub(super) fn loaded(power: &Power, implementation: &dyn Implementation) -> Resu
              loss\"); its stderr says why it could not",
             crate::vfs::extension::ENV_EXTENSION,
             crate::vfs::extension::ENTRY_POINT
+        ),
+    ))
+}
+
+/// With a weaker default `synchronous` (`[sqlite] default_synchronous`): that
+/// it reached the store's SQLite, from evidence (connections the crash VFS
+/// set to it), once the set-up and the observer have opened theirs. A fault
+/// that could not be injected is no test: the run stops (exit code 2).
+pub(super) fn default_applied(power: &Power, implementation: &dyn Implementation) -> Result<(), SimError> {
+    let control = power.vfs.control();
+    let Some(level) = control.default_synchronous() else {
+        return Ok(());
+    };
+    if control.defaults_applied.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        return Ok(());
+    }
+    Err(SimError::Unsupported(
+        format!("the store `{}`", implementation.description()),
+        format!(
+            "[sqlite] default_synchronous: no connection of its set-up or observer started at \
+             synchronous level {level}; the SQLite it runs on registered no auto-extension for \
+             crashsim's VFS (a SQLite built without sqlite3_auto_extension, or a connection not \
+             opened through crashsim's VFS)"
         ),
     ))
 }

@@ -23,7 +23,8 @@
 //! real file is still opened, locked and deleted, so locking is unchanged.
 //!
 //! Files: this one (registration and the data methods), `error.rs`, `system.rs` (the
-//! VFS-level methods), `mapping.rs` (shared memory, memory mapping).
+//! VFS-level methods), `mapping.rs` (shared memory, memory mapping),
+//! `default_level.rs` (a weaker default `synchronous` for new connections).
 //!
 //! Invariants the callbacks rely on:
 //! - `pAppData` of a registered VFS points at its leaked `Registered`, which
@@ -48,6 +49,7 @@ use crate::ffi;
 use crate::ffi::Api;
 use crate::memory::{Image, Images};
 
+mod default_level;
 mod error;
 mod mapping;
 mod system;
@@ -121,6 +123,13 @@ pub trait Hooks: Send + Sync + 'static {
     fn images(&self) -> Option<&Images> {
         None
     }
+    /// The `synchronous` level a new connection through this VFS starts at
+    /// instead of SQLite's compiled-in default (`default_level`), if any.
+    fn default_synchronous(&self) -> Option<u8> {
+        None
+    }
+    /// A new connection was set to `default_synchronous`.
+    fn default_applied(&self) {}
 }
 
 /// A registered VFS and everything its callbacks reach through `pAppData`.
@@ -169,8 +178,15 @@ pub fn unregister(registered: &'static Registered) {
     }
 }
 
-/// Serialises find-then-register, so two threads cannot both take a name.
-static REGISTRY: Mutex<()> = Mutex::new(());
+/// Serialises find-then-register, so two threads cannot both take a name;
+/// holds the address of every VFS registered in this process (never freed).
+static REGISTRY: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Whether `vfs` is one `register` registered (its `pAppData` a `Registered`).
+fn is_registered(vfs: *const ffi::sqlite3_vfs) -> bool {
+    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    registry.contains(&(vfs as usize))
+}
 
 /// The default VFS's name, without registering anything.
 pub fn default_vfs_name(api: &Api) -> String {
@@ -195,7 +211,7 @@ pub fn register(
     make_default: bool,
 ) -> Result<&'static Registered, VfsError> {
     let c_name = CString::new(name).map_err(|_| VfsError::BadName(name.to_string()))?;
-    let _guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: plain SQLite API calls; both initialise SQLite if needed.
     let (taken, inner) = unsafe { (!(api.vfs_find)(c_name.as_ptr()).is_null(), (api.vfs_find)(ptr::null())) };
     if taken {
@@ -232,6 +248,9 @@ pub fn register(
     if rc != ffi::SQLITE_OK {
         return Err(VfsError::Register(rc));
     }
+    registry.push(vfs as usize);
+    drop(registry);
+    default_level::install(&api);
     Ok(registered)
 }
 
