@@ -9,7 +9,8 @@ other modules), and what crashsim reports for it.
                        default is weaker than asked (scenario key [sqlite]
                        default_synchronous = "normal", power_loss), its
                        commits are acknowledged unsynced and lost in a power
-                       cut. -> I9, on power_loss.
+                       cut. -> I9 (the unsynced commits and the effects
+                       lost; and I1), on power_loss.
   autocommit_engine    The engines are created with
                        isolation_level="AUTOCOMMIT" ("pysqlite's transactions
                        are broken; let SQLite commit") and without the BEGIN
@@ -17,20 +18,21 @@ other modules), and what crashsim reports for it.
                        commits on its own, so a process killed inside an
                        append leaves an event without its commands, and one
                        killed inside a delivery an effect without its
-                       de-dup record. -> I5 (and I1, I2), on crash_storm.
+                       de-dup record. -> I5 and I1 (and I2, I10), on smoke
+                       and crash_storm.
   retry_next_seq       A unique violation on (workflow_id, seq) is taken for
                        a harmless race and the event is inserted again after
                        the head: a stale writer's append lands anyway.
-                       -> I3, on contention.
+                       -> I3 (and I10), on contention.
   dedup_second_block   The receiver commits the effect in one
                        `engine.begin()` block and its de-dup record in a
                        second: a kill between the two applies the
-                       redelivery again. -> I2, on crash_storm.
+                       redelivery again. -> I2, on smoke and crash_storm.
   mark_done_no_commit  `mark_done` runs its UPDATE in `engine.connect()`
                        and never calls `conn.commit()` (SQLAlchemy 1.x's
                        autocommit habit): the block rolls it back on
                        exit, yet answers that the row changed. -> I6 (and
-                       I1, I10), on smoke.
+                       I10), on smoke.
 """
 
 import argparse

@@ -40,6 +40,25 @@ def sqlite_engine(database, *, pragmas=True):
     return engine
 
 
+def create_tables(database, metadata):
+    """`metadata`'s tables in `database`'s file, if missing (setup)."""
+    engine = sqlite_engine(database)
+    metadata.create_all(engine)
+    engine.dispose()
+
+
+def read_all(database, queries):
+    """The rows of each of `queries` (name -> statement), read in one
+    transaction on an engine of their own (a dump, after every other
+    process of the run was killed)."""
+    engine = sqlite_engine(database)
+    try:
+        with engine.connect() as conn:
+            return {name: conn.execute(query).all() for name, query in queries.items()}
+    finally:
+        engine.dispose()
+
+
 def _driver_begin_off(dbapi_connection, _record):
     # The sqlite3 driver no longer emits BEGIN (nor COMMIT before DDL) itself.
     dbapi_connection.isolation_level = None

@@ -14,7 +14,7 @@ from sqlalchemy import func, insert, select
 
 import bugs
 import crashsim_adapter as ca
-from engine import sqlite_engine
+from engine import create_tables, read_all, sqlite_engine
 from tables import dedup, effects, receiver_metadata
 
 
@@ -33,38 +33,27 @@ class Receiver:
 
     @classmethod
     def setup(cls, settings):
-        # Set up by the deployment's schema step, with the PRAGMAs (so the
-        # file is in WAL mode whichever engine opens it later).
-        engine = sqlite_engine(settings.receiver)
-        receiver_metadata.create_all(engine)
-        engine.dispose()
+        # By the deployment's schema step, with the PRAGMAs: the file is in
+        # WAL mode whichever engine opens it later.
+        create_tables(settings.receiver, receiver_metadata)
 
     @classmethod
     def dump(cls, settings):
-        engine = sqlite_engine(settings.receiver)
-        try:
-            with engine.connect() as conn:
-                return {
-                    "effects": conn.execute(
-                        select(
-                            effects.c.effect_id,
-                            effects.c.key,
-                            effects.c.kind,
-                            effects.c.payload,
-                            effects.c.result,
-                        ).order_by(effects.c.effect_id)
-                    ).all(),
-                    "dedup": conn.execute(
-                        select(
-                            dedup.c.key,
-                            dedup.c.digest,
-                            dedup.c.result,
-                            dedup.c.effect_id,
-                        ).order_by(dedup.c.key)
-                    ).all(),
-                }
-        finally:
-            engine.dispose()
+        return read_all(
+            settings.receiver,
+            {
+                "effects": select(
+                    effects.c.effect_id,
+                    effects.c.key,
+                    effects.c.kind,
+                    effects.c.payload,
+                    effects.c.result,
+                ).order_by(effects.c.effect_id),
+                "dedup": select(
+                    dedup.c.key, dedup.c.digest, dedup.c.result, dedup.c.effect_id
+                ).order_by(dedup.c.key),
+            },
+        )
 
     def handle(self, request):
         digest = ca.core_digest(request.kind, request.payload)

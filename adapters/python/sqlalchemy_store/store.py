@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 import bugs
 import crashsim_adapter as ca
-from engine import sqlite_engine
+from engine import create_tables, read_all, sqlite_engine
 from tables import events, outbox, store_metadata
 
 # An event in the protocol's order (ca.EVENT).
@@ -80,24 +80,18 @@ class Store:
 
     @classmethod
     def setup(cls, settings):
-        engine = sqlite_engine(settings.store)
-        store_metadata.create_all(engine)
-        engine.dispose()
+        create_tables(settings.store, store_metadata)
 
     @classmethod
     def dump(cls, settings):
-        engine = sqlite_engine(settings.store)
-        try:
-            with engine.connect() as conn:
-                return {
-                    "events": conn.execute(
-                        select(*EVENT).order_by(events.c.workflow_id, events.c.seq)
-                    ).all(),
-                    "outbox": conn.execute(select(*ROW).order_by(outbox.c.id)).all(),
-                    "timers": conn.execute(timers_query()).all(),
-                }
-        finally:
-            engine.dispose()
+        return read_all(
+            settings.store,
+            {
+                "events": select(*EVENT).order_by(events.c.workflow_id, events.c.seq),
+                "outbox": select(*ROW).order_by(outbox.c.id),
+                "timers": timers_query(),
+            },
+        )
 
     # The append: one transaction, the event and its commands.
 
