@@ -48,7 +48,7 @@ macro_rules! file {
 
 /// Every file written, by its path under DIR. A test checks the package's
 /// modules are all here.
-pub const PYTHON: [(&str, &str); 14] = [
+pub const PYTHON: [(&str, &str); 15] = [
     file!("pyproject.toml"),
     file!("sdk_build.py"),
     file!("README.md"),
@@ -56,6 +56,7 @@ pub const PYTHON: [(&str, &str); 14] = [
     file!("crashsim_adapter/effect.py"),
     file!("crashsim_adapter/errors.py"),
     file!("crashsim_adapter/forkserver.py"),
+    file!("crashsim_adapter/integrity.py"),
     file!("crashsim_adapter/protocol.py"),
     file!("crashsim_adapter/settings.py"),
     file!("crashsim_adapter/sources.py"),

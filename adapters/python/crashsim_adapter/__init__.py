@@ -116,7 +116,15 @@ A store is two classes (see example_store.py for a complete one)::
   `settings.retries` and `settings.dedup_retention` are the hello's.
   `RetryPolicy.delay(attempt, jitter_permille)` computes crashsim's delay.
 - `open` answers the level that `PRAGMA synchronous` reads back on the
-  object's `connection` attribute (or what its `synchronous()` method says).
+  object's `connection` attribute (or what its `synchronous()` method says);
+  with neither (a library owns the connection), `null`: crashsim then judges
+  I9 from what the store's SQLite did.
+- A `dump` part without `store_integrity` / `receiver_integrity` gets it
+  from the SDK: `integrity_check(path)` of the hello's file, on a
+  connection of its own.
+- Errors wrapped by a library (SQLAlchemy's `OperationalError`, Django's,
+  peewee's) are answered by the `sqlite3` error in their `__cause__` /
+  `__context__` chain (or SQLAlchemy's `.orig`).
 - Rows may be tuples in the protocol's field order (the order of `EVENT`,
   `HEAD`, `OUTBOX`, `EFFECT`, `DEDUP` below) or dicts.
 - Errors: raise `Conflict` for a stale append, `Invalid` for bad input,
@@ -134,7 +142,7 @@ A store is two classes (see example_store.py for a complete one)::
 
 Modules: `protocol` (the loop, `serve`), `settings` (the hello, `connect`,
 row shapes), `effect` (the business effect, canonical JSON, digests),
-`errors` (the error kinds).
+`errors` (the error kinds), `integrity` (a file's `integrity_check`).
 
 stdout is the protocol channel and nothing else: `serve` keeps the real
 channel to itself and points file descriptor 1 and `sys.stdout` at stderr,
@@ -161,6 +169,7 @@ from .errors import (
     Unsupported,
     error_kind,
 )
+from .integrity import integrity_check
 from .protocol import PROTOCOL, now, serve
 from .settings import (
     DEDUP,
@@ -208,6 +217,7 @@ __all__ = [
     "error_kind",
     "fnv1a64",
     "hotel_sold_out",
+    "integrity_check",
     "now",
     "perform",
     "serve",

@@ -1,4 +1,12 @@
-"""The error kinds of the protocol, and how exceptions map to them."""
+"""The error kinds of the protocol, and how exceptions map to them.
+
+A store built on a library (SQLAlchemy, Django's ORM, peewee) sees SQLite's
+errors wrapped in the library's own exceptions, with the `sqlite3` error as
+the wrapper's cause (`raise Wrapper(...) from error`) or context (raised
+while handling it). `error_kind` follows that chain to the `sqlite3` error,
+so a wrapped busy or I/O error is answered `busy` or `environment`, not
+`failed`.
+"""
 
 import sys
 
@@ -52,22 +60,57 @@ class Unsupported(AdapterError):
 
 
 def error_kind(exc):
-    """The protocol's error kind for an exception."""
-    if isinstance(exc, AdapterError):
-        return exc.kind
+    """The protocol's error kind for an exception: its own if it is one of
+    ours, else that of the first `sqlite3` error in its chain, else
+    `failed`."""
+    inner = _decisive(exc)
+    if inner is None:
+        return "failed"
+    if isinstance(inner, AdapterError):
+        return inner.kind
+    return _sqlite_kind(inner)
+
+
+def _decisive(exc):
+    """The first exception in `exc`'s chain that decides its kind: one of
+    ours or a `sqlite3` error. The chain is `__cause__` (`raise X from e`),
+    then `__context__` (raised while handling e) unless the raise hid it
+    (`from None`), then `orig`, the attribute under which SQLAlchemy's
+    DBAPIError keeps the driver's error. Each exception is visited once, so a
+    cycle ends the walk."""
     sqlite3 = sys.modules.get("sqlite3")
-    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code is not None:
-            # Primary codes SQLITE_BUSY (5) and SQLITE_LOCKED (6), extended or not.
-            if code & 0xFF in (5, 6):
-                return "busy"
-            return "environment" if code & 0xFF in ENVIRONMENT_CODES else "failed"
-        text = str(exc).lower()
-        if any(words in text for words in ENVIRONMENT_TEXTS):
-            return "environment"
-        if isinstance(exc, sqlite3.OperationalError) and (
-            "locked" in text or "busy" in text
-        ):
+    deciding = (AdapterError,) if sqlite3 is None else (AdapterError, sqlite3.Error)
+    seen = set()
+    while isinstance(exc, BaseException) and id(exc) not in seen:
+        if isinstance(exc, deciding):
+            return exc
+        seen.add(id(exc))
+        exc = _next_link(exc)
+    return None
+
+
+def _next_link(exc):
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    if exc.__context__ is not None and not exc.__suppress_context__:
+        return exc.__context__
+    return getattr(exc, "orig", None)
+
+
+def _sqlite_kind(exc):
+    import sqlite3
+
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        # Primary codes SQLITE_BUSY (5) and SQLITE_LOCKED (6), extended or not.
+        if code & 0xFF in (5, 6):
             return "busy"
+        return "environment" if code & 0xFF in ENVIRONMENT_CODES else "failed"
+    text = str(exc).lower()
+    if any(words in text for words in ENVIRONMENT_TEXTS):
+        return "environment"
+    if isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in text or "busy" in text
+    ):
+        return "busy"
     return "failed"

@@ -9,6 +9,7 @@ import sys
 
 from . import forkserver, vfs
 from .errors import Invalid, Unsupported, error_kind
+from .integrity import integrity_check
 from .settings import (
     DEDUP,
     EFFECT,
@@ -104,7 +105,12 @@ def _retried(value):
     }
 
 
-def _integrity(value):
+def _integrity(part, role, settings):
+    """A dump part's `<role>_integrity`, or, when it has none, the SDK's own
+    `PRAGMA integrity_check` of the role's database file."""
+    value = part.get(f"{role}_integrity")
+    if value is None:
+        return integrity_check(getattr(settings, role).path)
     return value if isinstance(value, str) else "; ".join(map(str, value))
 
 
@@ -352,15 +358,17 @@ def _granularity(role, cls, wanted):
 
 
 def _synchronous_level(role):
+    """The level `open` answers: what the role's `synchronous()` says, else
+    what `PRAGMA synchronous` reads on its `connection`, else None (the
+    store cannot tell: its library owns the connection). crashsim then
+    judges I9 from what the store's SQLite did alone."""
     method = getattr(role, "synchronous", None)
     if callable(method):
-        return int(method())
+        level = method()
+        return None if level is None else int(level)
     conn = getattr(role, "connection", None)
     if conn is None:
-        raise TypeError(
-            f"{type(role).__name__} has neither a `connection` attribute nor a "
-            "synchronous() method: `open` must answer the level in force"
-        )
+        return None
     return int(conn.execute("PRAGMA synchronous").fetchone()[0])
 
 
@@ -459,10 +467,10 @@ class _Server:
             state["effects"] = _objects(EFFECT, receiver_part["effects"])
             state["dedup"] = _objects(DEDUP, receiver_part["dedup"])
         if store_part is not None:
-            state["store_integrity"] = _integrity(store_part["store_integrity"])
+            state["store_integrity"] = _integrity(store_part, "store", settings)
         if receiver_part is not None:
             state["receiver_integrity"] = _integrity(
-                receiver_part["receiver_integrity"]
+                receiver_part, "receiver", settings
             )
         return state
 

@@ -6,6 +6,9 @@
 is the same as, from the repository root,
 
     python3 -m unittest discover -s adapters/python/tests -t adapters/python
+
+A folder under adapters/python may be named instead, to run its tests
+(`run.py sqlalchemy_store/tests`, with an interpreter that has SQLAlchemy).
 """
 
 import os
@@ -15,18 +18,21 @@ import unittest
 ADAPTERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
+def main(argv):
+    folder = argv[0] if argv else "tests"
     sys.path.insert(0, ADAPTERS)
     suite = unittest.defaultTestLoader.discover(
-        os.path.join(ADAPTERS, "tests"), top_level_dir=ADAPTERS
+        os.path.join(ADAPTERS, folder), top_level_dir=ADAPTERS
     )
     result = unittest.TextTestRunner(verbosity=1).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
     passed = result.testsRun - failed - skipped
-    print(f"python: {passed} passed, {failed} failed, {skipped} skipped")
+    # One word before the counts: CI reads "word: N passed, N failed".
+    label = "python" if folder == "tests" else folder.split("/")[0]
+    print(f"{label}: {passed} passed, {failed} failed, {skipped} skipped")
     return 0 if result.wasSuccessful() and result.testsRun > 0 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

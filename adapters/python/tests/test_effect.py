@@ -142,18 +142,113 @@ class ErrorKindTest(unittest.TestCase):
         import tempfile
 
         with tempfile.TemporaryDirectory() as directory:
-            path = f"{directory}/x.db"
-            holder = sqlite3.connect(path, isolation_level=None, timeout=0)
-            holder.execute("PRAGMA journal_mode=WAL")
-            holder.execute("CREATE TABLE t (k)")
-            holder.execute("BEGIN IMMEDIATE")
-            other = sqlite3.connect(path, isolation_level=None, timeout=0)
-            with self.assertRaises(sqlite3.OperationalError) as caught:
-                other.execute("BEGIN IMMEDIATE")
-            self.assertEqual(ca.error_kind(caught.exception), "busy")
-            holder.execute("ROLLBACK")
-            holder.close()
-            other.close()
+            self.assertEqual(ca.error_kind(real_busy_error(directory)), "busy")
+
+
+class LibraryError(Exception):
+    """What a library (SQLAlchemy, Django, peewee) raises around the driver's
+    error."""
+
+
+def real_busy_error(directory):
+    """A sqlite3 busy error as SQLite raises it (with its code)."""
+    path = f"{directory}/x.db"
+    holder = sqlite3.connect(path, isolation_level=None, timeout=0)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE IF NOT EXISTS t (k)")
+    holder.execute("BEGIN IMMEDIATE")
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        return error
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        other.close()
+    raise AssertionError("BEGIN IMMEDIATE was not refused")
+
+
+class WrappedErrorKindTest(unittest.TestCase):
+    """A library's exception is answered by the sqlite3 error inside it."""
+
+    def setUp(self):
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.busy = real_busy_error(self.tmp.name)
+        self.assertEqual(self.busy.sqlite_errorcode & 0xFF, 5)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def raised(self, function):
+        with self.assertRaises(Exception) as caught:
+            function()
+        return caught.exception
+
+    def test_raise_from(self):
+        def wrap():
+            try:
+                raise self.busy
+            except sqlite3.OperationalError as error:
+                raise LibraryError("(sqlite3.OperationalError) locked") from error
+
+        self.assertEqual(ca.error_kind(self.raised(wrap)), "busy")
+
+    def test_implicit_context_two_deep(self):
+        def wrap():
+            try:
+                try:
+                    raise self.busy
+                except sqlite3.OperationalError:
+                    raise LibraryError("the driver failed") from None
+            except LibraryError as error:
+                raise RuntimeError("the repository failed") from error
+
+        # `from None` hid the busy error: nothing inside decides.
+        self.assertEqual(ca.error_kind(self.raised(wrap)), "failed")
+
+        def implicit():
+            try:
+                try:
+                    raise self.busy
+                except sqlite3.OperationalError:
+                    raise LibraryError("the driver failed")  # noqa: B904
+            except LibraryError:
+                raise RuntimeError("the repository failed")  # noqa: B904
+
+        self.assertEqual(ca.error_kind(self.raised(implicit)), "busy")
+
+    def test_wrapped_environment_and_integrity_errors(self):
+        full = sqlite3.OperationalError("database or disk is full")
+        wrapper = LibraryError("wrapped")
+        wrapper.__cause__ = full
+        self.assertEqual(ca.error_kind(wrapper), "environment")
+        wrapper.__cause__ = sqlite3.IntegrityError("UNIQUE constraint failed")
+        self.assertEqual(ca.error_kind(wrapper), "failed")
+
+    def test_our_own_error_inside_decides(self):
+        wrapper = LibraryError("a listener raised")
+        wrapper.__cause__ = ca.Conflict("stale")
+        self.assertEqual(ca.error_kind(wrapper), "conflict")
+
+    def test_orig_attribute(self):
+        # SQLAlchemy's DBAPIError keeps the driver's error as `.orig`.
+        wrapper = LibraryError("(sqlite3.OperationalError) database is locked")
+        wrapper.orig = self.busy
+        self.assertEqual(ca.error_kind(wrapper), "busy")
+        wrapper.orig = "not an exception"
+        self.assertEqual(ca.error_kind(wrapper), "failed")
+
+    def test_a_cycle_ends(self):
+        one, two = LibraryError("one"), LibraryError("two")
+        one.__cause__, two.__cause__ = two, one
+        self.assertEqual(ca.error_kind(one), "failed")
+        one.orig = one
+        two.__cause__ = None
+        two.__context__ = one
+        self.assertEqual(ca.error_kind(two), "failed")
 
 
 if __name__ == "__main__":

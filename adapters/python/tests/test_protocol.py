@@ -2,6 +2,7 @@
 handshake, granularity, error kinds, the private channel, composition."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -57,6 +58,35 @@ class HandshakeTest(AdapterCase):
         toy = self.spawn("step", script=TOY, synchronous="normal")
         self.assertEqual(toy.ok("open", role="store"), {"synchronous": 1})
         self.assertEqual(toy.ok("open", role="receiver"), {"synchronous": 3})
+
+    def test_a_store_that_cannot_tell_its_level_answers_null(self):
+        toy = self.spawn("library", script=TOY)
+        self.assertEqual(toy.ok("open", role="store"), {"synchronous": None})
+        self.assertEqual(toy.ok("open", role="receiver"), {"synchronous": None})
+
+
+class IntegrityTest(AdapterCase):
+    def test_a_dump_of_rows_only_gets_the_files_integrity(self):
+        setup = self.spawn("library", script=TOY, purpose="setup")
+        setup.ok("setup")
+        dump = self.spawn("library", script=TOY, purpose="dump").ok("dump")
+        self.assertEqual(dump["store_integrity"], "ok")
+        self.assertEqual(dump["receiver_integrity"], "ok")
+
+    def test_a_damaged_file_is_named(self):
+        setup = self.spawn("library", script=TOY, purpose="setup")
+        setup.ok("setup")
+        with open(f"{self.dir}/store.db", "wb") as file:
+            file.write(b"not a database, not empty" * 100)
+        dumper = self.spawn("library", script=TOY, purpose="dump")
+        failed = dumper.error("dump")
+        self.assertEqual(failed["kind"], "failed")
+        self.assertIn("not a database", failed["message"])
+
+    def test_a_missing_file_is_not_created(self):
+        dumper = self.spawn("library", script=TOY, purpose="dump")
+        self.assertEqual(dumper.error("dump")["kind"], "environment")
+        self.assertFalse(os.path.exists(f"{self.dir}/store.db"))
 
 
 class ErrorTest(AdapterCase):

@@ -9,6 +9,8 @@ toy_adapter.py leases   the step store with the two lease methods
 toy_adapter.py half_leases  a store with `claim` but no `mark_done_leased`
 toy_adapter.py retries  the step store with the two timer methods, a purging receiver
 toy_adapter.py half_retries  a store with `schedule_retry` but no `timers`
+toy_adapter.py library  a store and receiver that cannot tell their level nor
+                        check their files (a library owns the connection)
 """
 
 import os
@@ -206,6 +208,30 @@ class HalfRetryStore(StepStore):
         return None
 
 
+class LibraryStore(StepStore):
+    """No `synchronous()`, no `connection`, a dump of rows only: the SDK
+    answers `open` with null and checks the file's integrity itself."""
+
+    synchronous = None
+
+    @classmethod
+    def setup(cls, settings):
+        for database in (settings.store, settings.receiver):
+            sqlite3.connect(database.path).close()  # the files, empty
+
+    @classmethod
+    def dump(cls, settings):
+        return {"events": [], "outbox": []}
+
+
+class LibraryReceiver(StepReceiver):
+    synchronous = None
+
+    @classmethod
+    def dump(cls, settings):
+        return {"effects": [], "dedup": []}
+
+
 class BrokenStore:
     @classmethod
     def dump(cls, settings):
@@ -230,6 +256,8 @@ if __name__ == "__main__":
         ca.serve(store=RetryStore, receiver=RetryReceiver, name="toy-retries")
     elif mode == "half_retries":
         ca.serve(store=HalfRetryStore)
+    elif mode == "library":
+        ca.serve(store=LibraryStore, receiver=LibraryReceiver, name="toy-library")
     elif mode == "broken":
         ca.serve(store=BrokenStore)
     else:
