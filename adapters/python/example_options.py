@@ -31,9 +31,11 @@ Options:
   pragmas_once      PRAGMA synchronous is set on the first connection only
                     (the one that creates the file), as if it were stored in
                     the database like journal_mode: every later connection
-                    runs SQLite's compiled-in default (FULL). -> I9 where
-                    the scenario asks for more (EXTRA); under NORMAL the
-                    later connections are stricter than asked: no finding.
+                    runs the SQLite build's default. -> I9 on power_loss,
+                    whose SQLite defaults to NORMAL (acknowledged commits
+                    lost in the cuts), and where a rollback journal is asked
+                    for EXTRA; where the default makes the syncs asked (FULL
+                    for WAL's EXTRA, or under NORMAL) no finding.
   uuid_ids          command_id = str(uuid.uuid4()) instead of the derived id:
                     runs are no longer deterministic (--check-determinism
                     names the first differing answer), and a command retried
