@@ -16,7 +16,15 @@
 //! normalization form) is another operation, never answered with the
 //! original key's result nor called a conflict; and a worker's own request
 //! is called a conflict only if an operation with exactly its key and other
-//! parameters took effect.
+//! parameters had taken effect.
+//!
+//! Each answer, and each effect applied under a key another request held,
+//! is judged against the effects alive when it was given (`alive.rs`), not
+//! against the final dump: on a setting weaker than FULL a later power cut
+//! may have taken the effect that made it right (or, gone before it, made
+//! applying a rogue request under the key right). So is "delivered before
+//! commit": against the earliest moment any version of the event may have
+//! committed.
 
 use crate::model::Shown;
 use std::collections::{BTreeMap, BTreeSet};
