@@ -20,6 +20,18 @@ fn crashsim_in(dir: &std::path::Path, args: &[&str]) -> Output {
         .expect("crashsim runs")
 }
 
+/// `list --sut CMD` run in `dir`, which must succeed: what it printed.
+fn listed(dir: &std::path::Path, sut: &str) -> String {
+    let listed = crashsim_in(dir, &["list", "--sut", sut]);
+    assert_eq!(
+        listed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    String::from_utf8_lossy(&listed.stdout).into_owned()
+}
+
 #[test]
 fn a_capsule_warns_when_a_module_the_adapter_imports_changed() {
     let Some(python) = python() else { return };
@@ -34,14 +46,7 @@ fn a_capsule_warns_when_a_module_the_adapter_imports_changed() {
     .expect("adapter written");
     let sut = format!("{python} my_adapter.py");
 
-    let listed = crashsim_in(dir.path(), &["list", "--sut", &sut]);
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
-    assert_eq!(
-        listed.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
-    );
+    let text = listed(dir.path(), &sut);
     assert!(
         text.contains("  my_store.py  sha256 "),
         "list --sut names the imported module:\n{text}"
@@ -99,14 +104,7 @@ fn a_file_named_both_by_the_command_and_by_the_sdk_is_listed_once() {
     let adapter = dir.path().join("my_adapter.py");
     let sut = format!("{python} {}", adapter.display());
 
-    let listed = crashsim_in(dir.path(), &["list", "--sut", &sut]);
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
-    assert_eq!(
-        listed.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
-    );
+    let text = listed(dir.path(), &sut);
     let files: Vec<&str> = text.lines().filter(|line| line.contains("  sha256 ")).collect();
     let named: Vec<&&str> = files.iter().filter(|line| line.contains("my_adapter.py")).collect();
     assert_eq!(named.len(), 1, "the adapter once:\n{text}");

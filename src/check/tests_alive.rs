@@ -117,6 +117,15 @@ fn marked(fixture: &mut Fixture) {
     );
 }
 
+/// The clean run, `trip-000:1:0` marked done, then a cut that takes its
+/// effect (#1): the receiver no longer knows the key.
+fn genuine_taken() -> Fixture {
+    let mut fixture = clean();
+    marked(&mut fixture);
+    cut(&mut fixture, &[1]);
+    fixture
+}
+
 /// The effect `effect_id` under `key` in the final dump, with `trip-000:1:0`'s
 /// parameters or other ones.
 fn dumped(fixture: &mut Fixture, key: &str, effect_id: i64, payload: Option<&str>) {
@@ -210,9 +219,7 @@ fn a_near_miss_answered_with_the_original_keys_result_is_a_finding_before_and_af
 #[test]
 fn a_key_conflict_probe_applied_after_a_cut_took_the_genuine_effect_is_no_finding() {
     // The receiver lost its record of the key: the rogue request is new to it.
-    let mut fixture = clean();
-    marked(&mut fixture);
-    cut(&mut fixture, &[1]);
+    let mut fixture = genuine_taken();
     applied(&mut fixture, ActorId::PROBER, KEY, 100);
     dumped(&mut fixture, KEY, 100, Some(PROBED));
     only(&fixture, &[]);
@@ -233,9 +240,7 @@ fn a_key_conflict_probe_applied_before_a_cut_took_the_genuine_effect_is_a_findin
 fn a_conflict_founded_at_its_tick_stays_founded_after_a_cut() {
     // A rogue request took the key (applied and committed), the worker's own
     // request was rightly called a conflict, then a cut took the rogue's effect.
-    let mut fixture = clean();
-    marked(&mut fixture);
-    cut(&mut fixture, &[1]);
+    let mut fixture = genuine_taken();
     applied(&mut fixture, ActorId::PROBER, KEY, 100);
     dumped(&mut fixture, KEY, 100, Some(PROBED));
     answered(&mut fixture, worker(), KEY, Outcome::Conflict);
@@ -248,9 +253,7 @@ fn a_conflict_founded_at_its_tick_stays_founded_after_a_cut() {
 fn a_conflict_unfounded_at_its_tick_stays_unfounded_whatever_came_later() {
     // The worker's request was called a conflict while nothing else held the
     // key; a rogue effect applied under it later founds nothing.
-    let mut fixture = clean();
-    marked(&mut fixture);
-    cut(&mut fixture, &[1]);
+    let mut fixture = genuine_taken();
     answered(&mut fixture, worker(), KEY, Outcome::Conflict);
     applied(&mut fixture, ActorId::PROBER, KEY, 100);
     dumped(&mut fixture, KEY, 100, Some(PROBED));
@@ -262,9 +265,7 @@ fn a_conflict_unfounded_at_its_tick_stays_unfounded_whatever_came_later() {
 #[test]
 fn a_row_marked_done_while_its_effect_stood_is_backed_after_a_cut_took_the_effect() {
     // The receiver's tail (effect #1) is lost; the store kept the mark.
-    let mut fixture = clean();
-    marked(&mut fixture);
-    cut(&mut fixture, &[1]);
+    let fixture = genuine_taken();
     only(&fixture, &[]);
     // A mark before the effect existed was never backed.
     let mut early = clean();

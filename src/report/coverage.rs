@@ -360,9 +360,12 @@ mod tests {
         assert_eq!(untouched.invariants[&Invariant::I10].exercised, 0);
     }
 
-    /// A coverage of declared kill points only: (name, reached, fired,
-    /// armed reaches by rate; `None`: a summary that did not record them).
-    fn points(points: &[(&str, u64, u64, Option<&[(Ratio, u64)]>)]) -> Coverage {
+    /// A declared kill point: name, reached, fired, armed reaches by rate
+    /// (`None`: a summary that did not record them).
+    type Point<'a> = (&'a str, u64, u64, Option<&'a [(Ratio, u64)]>);
+
+    /// A coverage of declared kill points only.
+    fn points(points: &[Point<'_>]) -> Coverage {
         let mut coverage = Coverage::default();
         for (name, reached, fired, armed) in points {
             let point = PointCoverage {
