@@ -24,9 +24,9 @@
 //! - **no**: not applied yet, rolled back, or taken by a cut.
 //!
 //! A finding needs a certain effect (an answer wrong in spite of it); an
-//! excuse takes a possible one. Effects the final dump holds that no
-//! `Apply` placed (a store killed inside a call that committed anyway)
-//! are possible at every moment (`Records`).
+//! excuse takes a possible one. Effects a dump holds (the final one, or a
+//! recovery's) that no `Apply` placed (a store killed inside a call that
+//! committed anyway) are possible at every moment (`Records`).
 
 use std::collections::BTreeMap;
 
@@ -146,7 +146,9 @@ impl<'s> Records<'s> {
                 params,
             });
         }
-        for effect in &snapshot.effects {
+        // Effects no `Apply` placed: a store killed inside a call that
+        // committed anyway (a later cut may have taken one again).
+        for effect in dumped.into_values() {
             let records = by_key.entry(effect.key.as_str()).or_default();
             if records.iter().any(|record| record.effect_id == effect.effect_id) {
                 continue;

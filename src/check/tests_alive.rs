@@ -250,6 +250,19 @@ fn a_conflict_founded_at_its_tick_stays_founded_after_a_cut() {
 }
 
 #[test]
+fn a_conflict_founded_by_an_effect_only_a_recovery_showed_stays_founded() {
+    // A rogue request's effect no `Apply` placed (its store was killed
+    // inside the call, which committed): a cut's recovery shows it, the
+    // worker's request is called a conflict, a later cut takes the effect.
+    let mut fixture = genuine_taken();
+    dumped(&mut fixture, KEY, 100, Some(PROBED));
+    cut(&mut fixture, &[]);
+    answered(&mut fixture, worker(), KEY, Outcome::Conflict);
+    cut(&mut fixture, &[100]);
+    only(&fixture, &[]);
+}
+
+#[test]
 fn a_conflict_unfounded_at_its_tick_stays_unfounded_whatever_came_later() {
     // The worker's request was called a conflict while nothing else held the
     // key; a rogue effect applied under it later founds nothing.
