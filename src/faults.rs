@@ -63,7 +63,7 @@
 //!
 //! All faults stop when the quiet phase begins.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -260,6 +260,10 @@ fn is_zero_ticks(ticks: &u64) -> bool {
 pub struct KillCounters {
     pub reached: [u64; KILL_POINTS],
     pub fired: [u64; KILL_POINTS],
+    /// The reaches that could have fired (faults on, the point's rate not
+    /// zero), by that rate: a swarm seed draws its own. How likely a
+    /// point's silence was follows from them (`report::coverage`).
+    pub armed: [BTreeMap<Ratio, u64>; KILL_POINTS],
 }
 
 impl KillCounters {
@@ -267,6 +271,9 @@ impl KillCounters {
         for i in 0..KILL_POINTS {
             self.reached[i] += other.reached[i];
             self.fired[i] += other.fired[i];
+            for (rate, reaches) in &other.armed[i] {
+                *self.armed[i].entry(*rate).or_default() += reaches;
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 //! Power loss: the durability table shows what SQLite documents, the
 //! power-loss scenario holds every invariant, mixed durability leaves ghost
-//! effects, forced cuts replay exactly, mutant 13 is caught, and every cut
-//! point of a small run can be enumerated.
+//! effects, NORMAL on both databases is blamed only for what it allows,
+//! forced cuts replay exactly, mutant 13 is caught, and every cut point of
+//! a small run can be enumerated.
 
 mod common;
 
@@ -103,6 +104,63 @@ fn mixed_durability_leaves_ghost_effects_and_full_on_both_prevents_them() {
         let result = run_seed(&full, seed, &options(dir.path())).unwrap();
         assert!(result.ok, "FULL on both, seed {seed}: {:#?}", result.violations);
     }
+}
+
+/// Issue 37 §5: on synchronous=NORMAL a cut may take a receiver's unsynced
+/// tail, and with it the effect that made an earlier answer right. The
+/// reference is blamed only for what NORMAL allows (I4 ghost effects), never
+/// with I7 or I1. Each seed loses an acknowledged effect to a cut; before
+/// answers were judged at their tick, the near-miss seeds failed I7 (a
+/// probe's duplicate answered as a repeat of the probe's own effect) and
+/// the power_loss seeds I1 (rows marked done while their effect stood).
+#[test]
+fn on_normal_the_reference_is_blamed_only_for_what_normal_allows() {
+    let dir = work_dir();
+    let near = load("tests/fixtures/near_miss_normal.toml");
+    let mut power = load("scenarios/power_loss.toml");
+    power.scenario.sqlite.synchronous = Synchronous::Normal;
+    power.scenario.sqlite.receiver_synchronous = Some(Synchronous::Normal);
+    for (loaded, seed) in [(&near, 0), (&near, 3), (&power, 68), (&power, 92)] {
+        let result = run_seed(loaded, seed, &options(dir.path())).unwrap();
+        let label = format!("{} seed {seed}", loaded.label());
+        assert!(
+            lost_an_acknowledged_effect(&result),
+            "{label}: a cut must take a receiver's tail"
+        );
+        let blamed: Vec<_> = result
+            .violations
+            .iter()
+            .filter(|violation| !(violation.invariant == Invariant::I4 && violation.message.contains("ghost")))
+            .collect();
+        assert!(blamed.is_empty(), "{label}: only ghost effects (I4): {blamed:#?}");
+    }
+}
+
+/// Whether an effect a receiver committed is missing from the final dump
+/// (only a power cut takes one back).
+fn lost_an_acknowledged_effect(result: &crashsim::runner::SeedResult) -> bool {
+    let events = result.events.as_ref().expect("traces kept");
+    let snapshot = result.snapshot.as_ref().expect("dump kept");
+    let mut applying = std::collections::BTreeMap::new();
+    let mut acknowledged = Vec::new();
+    for event in events {
+        match &event.op {
+            Op::Apply { key, effect_id, .. } => {
+                applying.insert(event.actor, (key, *effect_id));
+            }
+            Op::Commit { .. } => acknowledged.extend(applying.remove(&event.actor)),
+            Op::Kill { .. } => {
+                applying.remove(&event.actor);
+            }
+            _ => {}
+        }
+    }
+    acknowledged.iter().any(|(key, effect_id)| {
+        !snapshot
+            .effects
+            .iter()
+            .any(|effect| effect.effect_id == *effect_id && &effect.key == *key)
+    })
 }
 
 #[test]

@@ -20,6 +20,18 @@ fn crashsim_in(dir: &std::path::Path, args: &[&str]) -> Output {
         .expect("crashsim runs")
 }
 
+/// `list --sut CMD` run in `dir`, which must succeed: what it printed.
+fn listed(dir: &std::path::Path, sut: &str) -> String {
+    let listed = crashsim_in(dir, &["list", "--sut", sut]);
+    assert_eq!(
+        listed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    String::from_utf8_lossy(&listed.stdout).into_owned()
+}
+
 #[test]
 fn a_capsule_warns_when_a_module_the_adapter_imports_changed() {
     let Some(python) = python() else { return };
@@ -34,14 +46,7 @@ fn a_capsule_warns_when_a_module_the_adapter_imports_changed() {
     .expect("adapter written");
     let sut = format!("{python} my_adapter.py");
 
-    let listed = crashsim_in(dir.path(), &["list", "--sut", &sut]);
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
-    assert_eq!(
-        listed.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
-    );
+    let text = listed(dir.path(), &sut);
     assert!(
         text.contains("  my_store.py  sha256 "),
         "list --sut names the imported module:\n{text}"
@@ -83,5 +88,28 @@ fn a_capsule_warns_when_a_module_the_adapter_imports_changed() {
     assert!(
         warned.contains("warning: my_store.py changed since the capsule was made"),
         "no warning about the changed module:\n{warned}"
+    );
+}
+
+/// Run from the adapter's folder with the script named by its absolute
+/// path, the command names it and the SDK's `sources` lists it again,
+/// relative to that folder: `list --sut` shows it once, by the name on the
+/// command line (issue 37 §6).
+#[test]
+fn a_file_named_both_by_the_command_and_by_the_sdk_is_listed_once() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = std::fs::read_to_string(root().join("adapters/python/example_store.py")).expect("example");
+    std::fs::write(dir.path().join("my_adapter.py"), &store).expect("adapter written");
+    let adapter = dir.path().join("my_adapter.py");
+    let sut = format!("{python} {}", adapter.display());
+
+    let text = listed(dir.path(), &sut);
+    let files: Vec<&str> = text.lines().filter(|line| line.contains("  sha256 ")).collect();
+    let named: Vec<&&str> = files.iter().filter(|line| line.contains("my_adapter.py")).collect();
+    assert_eq!(named.len(), 1, "the adapter once:\n{text}");
+    assert!(
+        named[0].starts_with(&format!("  {}  sha256 ", adapter.display())),
+        "by the command's name:\n{text}"
     );
 }

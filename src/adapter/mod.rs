@@ -22,7 +22,7 @@ mod system;
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -372,13 +372,18 @@ pub fn with_stderr_tails(dir: &Path, text: &str) -> String {
 /// SHA-256 (first 16 hex digits) of every word of `command` that names a
 /// file (the adapter's scripts; executables, such as the interpreter, are
 /// left out) and of every file the adapter's hello lists as its `sources`
-/// (the modules it imports), named as given.
+/// (the modules it imports), named as given. A file named twice (the
+/// command's absolute path and the SDK's path relative to the working
+/// directory) is listed once, under the first name: the command's, as the
+/// user typed it.
 fn file_hashes(command: &str, sources: &[String]) -> BTreeMap<String, String> {
+    let mut seen = std::collections::BTreeSet::new();
     command
         .split_whitespace()
         .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
         .chain(sources.iter().map(String::as_str))
         .filter(|word| Path::new(word).is_file())
+        .filter(|word| seen.insert(std::fs::canonicalize(word).unwrap_or_else(|_| PathBuf::from(word))))
         .filter_map(|word| {
             // An executable is known by its first bytes: it is not read
             // whole (crashsim's own, for `--mode process`, is some 60 MB).
@@ -407,5 +412,30 @@ pub fn shell_word(text: &str) -> String {
         text.to_string()
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_hashes;
+
+    #[test]
+    fn a_file_named_twice_is_hashed_once_under_the_commands_name() {
+        // Tests run from the repository root: the relative and the absolute
+        // name are one file.
+        let relative = "adapters/python/example_store.py";
+        let absolute = std::fs::canonicalize(relative).expect("the example");
+        let command = format!("python3 -S {}", absolute.display());
+        let sources = [relative.to_string(), "adapters/python/example_schema.py".to_string()];
+        let files = file_hashes(&command, &sources);
+        let names: Vec<&String> = files.keys().collect();
+        assert_eq!(
+            names,
+            [
+                &absolute.display().to_string(),
+                &"adapters/python/example_schema.py".to_string()
+            ],
+            "{files:?}"
+        );
     }
 }

@@ -7,8 +7,9 @@
 //! outbox row has its event. I1: every such command is in the outbox; every row marked done
 //! (on every run, settled or not: the mark-done audit) is backed by an
 //! effect of its own command at a receiver, with the result it was marked
-//! with; and once the run has settled every row is done, unless it was
-//! dead-lettered (manual handling, `retries.rs`).
+//! with, when it was marked (an effect a later power cut took backed it
+//! all the same: `alive.rs`); and once the run has settled every row is
+//! done, unless it was dead-lettered (manual handling, `retries.rs`).
 
 use crate::model::Shown;
 use std::collections::{BTreeMap, BTreeSet};
@@ -175,6 +176,11 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                     .ticks(sent),
                 );
             }
+        } else if row.result.as_deref().is_some_and(|result| {
+            !performed.iter().any(|effect| effect.result == result) && history.backed_when_marked(id, result)
+        }) {
+            // Backed by its effect when it was marked; a power cut took the
+            // effect since (I9's, where the receiver promises durability).
         } else if performed.is_empty() {
             let delivered = match sent {
                 Some(tick) => format!("no receiver ever performed it (it was sent at tick {tick})"),

@@ -103,24 +103,28 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             }
         }
         if input.durable.receiver {
-            for acked in history.effects_acked.iter().filter(|acked| acked.index < *cut_index) {
+            let acked = history
+                .applied
+                .iter()
+                .filter_map(|applied| applied.acked.map(|(index, tick)| (index, tick, applied)))
+                .filter(|(index, _, _)| index < cut_index);
+            for (_, acked_tick, acked) in acked {
                 let present = snapshot
                     .effects
                     .iter()
-                    .any(|effect| effect.effect_id == acked.effect_id);
-                if !present && reported.insert(format!("effect {}", acked.effect_id)) {
+                    .any(|effect| effect.effect_id == acked.effect_id && effect.key == acked.key);
+                if !present && reported.insert(format!("effect {} {}", acked.effect_id, acked.key)) {
                     violations.push(
                         Violation::new(
                             Invariant::I9,
                             format!(
-                                "effect #{} for key {} was committed by its receiver at tick {} and lost in {at}",
+                                "effect #{} for key {} was committed by its receiver at tick {acked_tick} and lost in {at}",
                                 acked.effect_id,
                                 Shown(acked.key),
-                                acked.tick
                             ),
                         )
                         .command(history.command_of(acked.key))
-                        .ticks([acked.tick, *tick]),
+                        .ticks([acked_tick, *tick]),
                     );
                 }
             }

@@ -16,14 +16,25 @@
 //! normalization form) is another operation, never answered with the
 //! original key's result nor called a conflict; and a worker's own request
 //! is called a conflict only if an operation with exactly its key and other
-//! parameters took effect.
+//! parameters had taken effect.
+//!
+//! Each answer, and each effect applied under a key another request held,
+//! is judged against the effects alive when it was given (`alive.rs`), not
+//! against the final dump: on a setting weaker than FULL a later power cut
+//! may have taken the effect that made it right (or, gone before it, made
+//! applying a rogue request under the key right). So is "delivered before
+//! commit": against the earliest moment any version of the event may have
+//! committed.
 
 use crate::model::Shown;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::alive::{self, Alive, Record, Records};
+use super::history::Answer;
 use super::retention::Purges;
 use super::snapshot::Effect;
 use super::{History, Input, Invariant, Violation};
+use crate::actors::ActorId;
 use crate::store::Outcome;
 use crate::workflow::payload;
 use crate::workload::NearMiss;
@@ -32,10 +43,9 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
     let mut violations = Vec::new();
     let snapshot = input.snapshot;
     let rows = snapshot.rows_by_id();
+    let records = Records::of(history, snapshot);
     let mut by_command: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
-    let mut by_key: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
     for effect in &snapshot.effects {
-        by_key.entry(effect.key.as_str()).or_default().push(effect);
         if history.near_misses.contains_key(effect.key.as_str()) {
             continue;
         }
@@ -66,7 +76,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
         // An effect can only follow its command's commit; one that precedes
         // it was delivered before commit and would be a ghost had the
         // transaction failed.
-        if let Some(committed) = history.commit_tick(&row.workflow_id, row.event_seq) {
+        if let Some(committed) = history.earliest_commit_tick(&row.workflow_id, row.event_seq) {
             for effect in effects {
                 if let Some(applied) = tick_of(effect).filter(|applied| *applied < committed) {
                     violations.push(
@@ -90,22 +100,46 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
         let (genuine, rogue): (Vec<&Effect>, Vec<&Effect>) = effects
             .iter()
             .partition(|effect| effect.kind == row.kind && payload::same(&effect.payload, &row.payload));
-        for effect in rogue {
-            violations.push(
-                Violation::new(
-                    Invariant::I7,
-                    format!(
-                        "effect #{} reused key {} of {command_shown} with other core parameters ({}): \
-                         the conflict was not surfaced",
-                        effect.effect_id,
-                        effect.key,
-                        effect.payload,
-                        command_shown = Shown(command)
-                    ),
-                )
-                .command(command)
-                .ticks(tick_of(effect)),
-            );
+        for effect in &rogue {
+            // Applied over a live record of the key, or placed by no `Apply`.
+            if !matches!(applied_over(history, &records, effect), Over::Clear) {
+                violations.push(
+                    Violation::new(
+                        Invariant::I7,
+                        format!(
+                            "effect #{} reused key {} of {command_shown} with other core parameters ({}): \
+                             the conflict was not surfaced",
+                            effect.effect_id,
+                            effect.key,
+                            effect.payload,
+                            command_shown = Shown(command)
+                        ),
+                    )
+                    .command(command)
+                    .ticks(tick_of(effect)),
+                );
+            }
+        }
+        for effect in &genuine {
+            // The command's own request, applied while another request's
+            // record held its key (one a cut let through first).
+            if let Over::Record(over) = applied_over(history, &records, effect) {
+                violations.push(
+                    Violation::new(
+                        Invariant::I7,
+                        format!(
+                            "effect #{} of {command_shown} was applied under key {} while effect #{} held that key \
+                             with other core parameters: the conflict was not surfaced",
+                            effect.effect_id,
+                            Shown(&effect.key),
+                            over.effect_id,
+                            command_shown = Shown(command)
+                        ),
+                    )
+                    .command(command)
+                    .ticks(tick_of(effect)),
+                );
+            }
         }
         let mut applied: Vec<Option<u64>> = genuine.iter().map(|effect| tick_of(effect)).collect();
         applied.sort_unstable();
@@ -137,62 +171,121 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
         }
     }
 
-    for (tick, key, outcome) in &history.probe_replies {
-        if let Some((of, form)) = history.near_misses.get(key) {
-            violations.extend(near_miss(history, &by_key, (*tick, key, outcome), of, *form));
+    for answer in history.answers.iter().filter(|answer| answer.to == ActorId::PROBER) {
+        if let Some((of, form)) = history.near_misses.get(answer.key) {
+            violations.extend(near_miss(history, &records, answer, of, *form));
             continue;
         }
-        let answered = match outcome {
-            // Probes are never refused nor replaced; a retryable answer performed nothing.
-            Outcome::Conflict | Outcome::Retryable { .. } => continue,
-            Outcome::Applied { .. } => "applied as a new operation",
-            Outcome::Duplicate { .. } => "answered with the first result",
-        };
-        violations.push(
-            Violation::new(
-                Invariant::I7,
-                format!(
-                    "a request reusing key {key_shown} with other core parameters was {answered}, not rejected as a conflict", key_shown = Shown(key)
-                ),
-            )
-            .command(history.command_of(key))
-            .ticks([*tick]),
-        );
+        violations.extend(conflict_probe(history, &records, answer));
     }
-    violations.extend(unfounded_conflicts(history, &rows, &by_key));
+    violations.extend(unfounded_conflicts(history, &rows, &records));
     violations
 }
 
+/// What an effect of the final dump was applied over.
+enum Over<'r> {
+    /// No other record of its key, with other core parameters, was
+    /// certainly alive when it was applied.
+    Clear,
+    /// This one was.
+    Record(&'r Record<'r>),
+    /// No `Apply` places it in time: judged on the final dump alone.
+    Unplaced,
+}
+
+/// Whether `effect` was applied while a record of its key with other core
+/// parameters certainly held the key: a conflict the receiver should have
+/// surfaced. Judged at its application, not against the final dump, where
+/// a record a power cut took no longer shows.
+fn applied_over<'r>(history: &History<'_>, records: &'r Records<'r>, effect: &Effect) -> Over<'r> {
+    let Some(record) = records.of_effect(effect) else {
+        return Over::Unplaced;
+    };
+    let Some(applied) = record.applied else {
+        return Over::Unplaced;
+    };
+    let at = history.applied[applied].index;
+    records
+        .under(&effect.key)
+        .iter()
+        .filter(|other| other.applied != Some(applied))
+        .find(|other| other.alive(history, at) == Alive::Certain && record.differs(other))
+        .map_or(Over::Clear, Over::Record)
+}
+
+/// A key-conflict probe's answer (the key of a worker's request, other
+/// core parameters): a conflict, unless no record held the key when it
+/// was given (a power cut took it), when applying it is right. A repeat
+/// is right only as the answer to a copy of the probe itself, finding its
+/// own record.
+fn conflict_probe(history: &History<'_>, records: &Records<'_>, answer: &Answer<'_>) -> Option<Violation> {
+    let under = records.under(answer.key);
+    let answered = match answer.outcome {
+        // Probes are never refused nor replaced; a retryable answer performed nothing.
+        Outcome::Conflict | Outcome::Retryable { .. } => return None,
+        Outcome::Applied { result } => {
+            let held = under
+                .iter()
+                .any(|record| record.result != result && record.alive(history, answer.given) == Alive::Certain);
+            if !held {
+                return None;
+            }
+            "applied as a new operation"
+        }
+        Outcome::Duplicate { result } => {
+            let own = under.iter().any(|record| {
+                record.result == result
+                    && record.requester == Some(ActorId::PROBER)
+                    && record.alive(history, answer.given) != Alive::No
+            });
+            if own {
+                return None;
+            }
+            "answered with the first result"
+        }
+    };
+    Some(
+        Violation::new(
+            Invariant::I7,
+            format!(
+                "a request reusing key {key_shown} with other core parameters was {answered}, not rejected as a conflict",
+                key_shown = Shown(answer.key)
+            ),
+        )
+        .command(history.command_of(answer.key))
+        .ticks([answer.tick]),
+    )
+}
+
 /// A near-miss probe's answer: it is another operation, so applied (or
-/// refused retryably), or a repeat of itself, never `of`'s result nor a conflict.
+/// refused retryably), or a repeat of itself, never `of`'s result nor a
+/// conflict. A repeat is judged against the records the receiver held
+/// when it answered, not against the final dump.
 fn near_miss(
     history: &History<'_>,
-    by_key: &BTreeMap<&str, Vec<&Effect>>,
-    (tick, key, outcome): (u64, &str, &Outcome),
+    records: &Records<'_>,
+    answer: &Answer<'_>,
     of: &str,
     form: NearMiss,
 ) -> Option<Violation> {
-    let own = |result: &str| {
-        by_key
-            .get(key)
-            .is_some_and(|effects| effects.iter().any(|e| e.result == result))
+    let key = answer.key;
+    let held = |key: &str, result: &str| {
+        records
+            .under(key)
+            .iter()
+            .any(|record| record.result == result && record.alive(history, answer.given) != Alive::No)
     };
-    let answered = match outcome {
+    let answered = match answer.outcome {
         Outcome::Applied { .. } | Outcome::Retryable { .. } => return None,
         // A duplicated probe finds its own first copy's record.
-        Outcome::Duplicate { result } if own(result) => return None,
-        Outcome::Duplicate { result } => {
-            let of_result = by_key
-                .get(of)
-                .is_some_and(|effects| effects.iter().any(|e| &e.result == result));
-            match of_result {
-                true => format!(
-                    "answered with the result of {of_shown} ({result})",
-                    of_shown = Shown(of)
-                ),
-                false => format!("answered as a repeat ({result}), though no operation under it took effect"),
-            }
-        }
+        Outcome::Duplicate { result } if held(key, result) => return None,
+        Outcome::Duplicate { result } => match held(of, result) {
+            true => format!(
+                "answered with the result of {of_shown} ({result})",
+                of_shown = Shown(of)
+            ),
+            false => format!("answered as a repeat ({result}), though no operation under it had taken effect by then"),
+        },
         Outcome::Conflict => format!(
             "rejected as a conflict, though only {of_shown} (another key) had been used",
             of_shown = Shown(of)
@@ -210,47 +303,57 @@ fn near_miss(
             ),
         )
         .command(history.command_of(of))
-        .ticks([tick]),
+        .ticks([answer.tick]),
     )
 }
 
 /// Conflicts a receiver answered to a worker's own request (its row's
-/// kind and payload) with no operation under exactly that key and other
-/// parameters having taken effect: the receiver matched the key to
-/// another key's record.
+/// kind and payload) while no operation under exactly that key and other
+/// parameters had taken effect: the receiver matched the key to another
+/// key's record. Each answer is judged when it was given: a record a later
+/// cut took still founds it, and one applied later does not. Once per key.
 fn unfounded_conflicts(
     history: &History<'_>,
     rows: &BTreeMap<&str, &crate::model::OutboxRow>,
-    by_key: &BTreeMap<&str, Vec<&Effect>>,
+    records: &Records<'_>,
 ) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for (key, replies) in &history.replies {
-        let Some((tick, _)) = replies.iter().find(|(_, outcome)| matches!(outcome, Outcome::Conflict)) else {
-            continue;
-        };
+    let mut reported = BTreeSet::new();
+    let conflicts = history
+        .answers
+        .iter()
+        .filter(|answer| answer.to != ActorId::PROBER && matches!(answer.outcome, Outcome::Conflict));
+    for answer in conflicts {
+        let key = answer.key;
         let command = history.command_of(key);
         let Some(row) = rows.get(command) else {
             continue;
         };
-        let founded = by_key.get(key).is_some_and(|effects| {
-            effects
-                .iter()
-                .any(|effect| effect.kind != row.kind || !payload::same(&effect.payload, &row.payload))
+        if reported.contains(key) {
+            continue;
+        }
+        let founded = records.under(key).iter().any(|record| {
+            let other = match record.params {
+                Some(params) => !alive::same(params, (&row.kind, &row.payload)),
+                None => record.requester == Some(ActorId::PROBER),
+            };
+            other && record.alive(history, answer.given) != Alive::No
         });
         if founded {
             continue;
         }
+        reported.insert(key);
         violations.push(
             Violation::new(
                 Invariant::I7,
                 format!(
                     "a receiver rejected {key_shown}, sent for {command_shown} with its own parameters, as a key conflict, \
-                     though no operation under exactly that key and other parameters ever took effect: \
+                     though no operation under exactly that key and other parameters had taken effect: \
                      it matched the key to another key's record", key_shown = Shown(key), command_shown = Shown(command)
                 ),
             )
             .command(command)
-            .ticks([*tick]),
+            .ticks([answer.tick]),
         );
     }
     violations

@@ -104,12 +104,21 @@ pub fn clean() -> Fixture {
                 events.push(at(
                     &mut tick,
                     receiver,
+                    Op::Receive {
+                        key: id.clone(),
+                        from: worker,
+                    },
+                ));
+                events.push(at(
+                    &mut tick,
+                    receiver,
                     Op::Apply {
                         key: id.clone(),
                         effect_id,
                         result: result.clone(),
                     },
                 ));
+                events.push(at(&mut tick, receiver, Op::Commit { appended: Vec::new() }));
                 snapshot.effects.push(Effect {
                     effect_id,
                     key: id.clone(),

@@ -20,12 +20,36 @@ pub struct Commit<'a> {
     pub appended: &'a Appended,
 }
 
-/// An effect a receiver committed and acknowledged.
-pub struct AckedEffect<'a> {
+/// An effect a receiver applied (`Op::Apply`), and what became of its
+/// transaction as far as the trace shows (`alive.rs` adds the power cuts).
+pub struct Applied<'a> {
+    /// Position of the `Apply` in the trace.
     pub index: usize,
     pub tick: u64,
     pub key: &'a str,
     pub effect_id: i64,
+    pub result: &'a str,
+    /// Whose request the receiver was handling (its last `Op::Receive`):
+    /// a worker, a writer dispatching, or `ActorId::PROBER`.
+    pub requester: Option<ActorId>,
+    /// The receiver's commit that acknowledged it, as (trace position, tick).
+    pub acked: Option<(usize, u64)>,
+    /// Its receiver was killed before the commit: the transaction rolled back.
+    pub rolled_back: bool,
+}
+
+/// A receiver's answer as its requester received it (`Op::Reply` to a
+/// worker, `Op::ProbeReply` to the prober).
+pub struct Answer<'a> {
+    /// When the requester received it.
+    pub tick: u64,
+    /// Position in the trace of the receiver's `Respond` that gave it: the
+    /// moment it is judged at (a cut may fall between the two). The
+    /// reply's own position when no such `Respond` is in the trace.
+    pub given: usize,
+    pub to: ActorId,
+    pub key: &'a str,
+    pub outcome: &'a Outcome,
 }
 
 #[derive(Default)]
@@ -65,28 +89,72 @@ pub struct History<'a> {
     pub marked: Vec<(usize, &'a str)>,
     /// The tick of each row's first acknowledgement that changed it.
     pub first_mark: BTreeMap<&'a str, u64>,
-    /// Effects receivers committed, in order.
-    pub effects_acked: Vec<AckedEffect<'a>>,
+    /// Effects receivers applied, in order, committed or not.
+    pub applied: Vec<Applied<'a>>,
+    /// Answers requesters received (workers' replies and probe replies), in order.
+    pub answers: Vec<Answer<'a>>,
     /// Power cuts, as (trace position, tick, persistence point).
     pub cuts: Vec<(usize, u64, u64)>,
+    /// Appends whose commit no writer learned (queued by a group-commit
+    /// store, then its writer died; a commit call that failed), as (tick
+    /// from which it may have committed, workflow_id, seq).
+    pub unacknowledged: Vec<(u64, &'a str, u64)>,
     /// Commits (indices into `commits`) whose event a power cut lost: the
     /// head they extended may be extended again, which is no stale writer.
     pub lost: std::collections::BTreeSet<usize>,
+    /// What recovery found after each cut, in the order of `cuts`, when
+    /// the checker has it (`with_recoveries`): which effects a cut took.
+    pub recoveries: &'a [crate::sim::Recovery],
 }
 
 impl<'a> History<'a> {
     pub fn from_events(events: &'a [TraceEvent]) -> History<'a> {
         let mut history = History::default();
-        // The last effect each receiver applied, acknowledged by its commit.
-        let mut applying: BTreeMap<ActorId, (&'a str, i64)> = BTreeMap::new();
+        // The last effect each receiver applied (into `applied`), until its commit.
+        let mut applying: BTreeMap<ActorId, usize> = BTreeMap::new();
+        // Whose request each receiver is handling.
+        let mut receiving: BTreeMap<ActorId, ActorId> = BTreeMap::new();
+        // Each receiver's answers, by (key, requester), as (trace position, outcome).
+        let mut responds: BTreeMap<(&'a str, ActorId), Vec<(usize, &'a Outcome)>> = BTreeMap::new();
         // The tick each writer's open transaction was first queued at.
         let mut queued: BTreeMap<ActorId, u64> = BTreeMap::new();
+        // The append each writer decided last, as (workflow, seq).
+        let mut deciding: BTreeMap<ActorId, (&'a str, u64)> = BTreeMap::new();
         for (index, event) in events.iter().enumerate() {
             match &event.op {
                 Op::Queued { .. } => {
                     queued.entry(event.actor).or_insert(event.tick);
                 }
                 Op::Busy { .. } | Op::Pause { .. } | Op::Commit { .. } => {}
+                Op::Decide {
+                    workflow_id,
+                    expected_seq,
+                    ..
+                } => {
+                    queued.remove(&event.actor);
+                    deciding.insert(event.actor, (workflow_id, expected_seq + 1));
+                }
+                Op::InsertEvent { workflow_id, seq, .. } => {
+                    queued.remove(&event.actor);
+                    deciding.insert(event.actor, (workflow_id, *seq));
+                }
+                Op::Kill { .. } | Op::Died { .. } | Op::Failed { .. } => {
+                    // A writer that never heard how its commit went: queued
+                    // (its group may have committed it since), or a commit
+                    // call that failed.
+                    let unknown = match &event.op {
+                        Op::Died { step, .. } | Op::Failed { step, .. } => {
+                            matches!(step.as_str(), "commit" | "append").then_some(event.tick)
+                        }
+                        _ => None,
+                    };
+                    let since = queued.remove(&event.actor).or(unknown);
+                    if let (Some(since), Some((workflow_id, seq))) = (since, deciding.get(&event.actor))
+                        && event.actor.role == crate::actors::Role::Writer
+                    {
+                        history.unacknowledged.push((since, workflow_id, *seq));
+                    }
+                }
                 _ => {
                     queued.remove(&event.actor);
                 }
@@ -101,13 +169,8 @@ impl<'a> History<'a> {
                         actor: event.actor,
                         appended,
                     }));
-                    if let Some((key, effect_id)) = applying.remove(&event.actor) {
-                        history.effects_acked.push(AckedEffect {
-                            index,
-                            tick: event.tick,
-                            key,
-                            effect_id,
-                        });
+                    if let Some(applied) = applying.remove(&event.actor) {
+                        history.applied[applied].acked = Some((index, event.tick));
                     }
                 }
                 Op::MarkDone {
@@ -118,19 +181,36 @@ impl<'a> History<'a> {
                     history.marked.push((index, command_id));
                     history.first_mark.entry(command_id).or_insert(event.tick);
                 }
-                Op::PowerCut { point, .. } => history.cuts.push((index, event.tick, *point)),
-                Op::Kill { .. } => {
+                Op::PowerCut { point, .. } => {
+                    // What became of open transactions, recovery tells (`alive.rs`).
+                    applying.clear();
+                    history.cuts.push((index, event.tick, *point));
+                }
+                Op::Died { .. } => {
+                    // Its commit's outcome is unknown.
                     applying.remove(&event.actor);
-                    if let Op::Kill { point } = &event.op {
-                        history.kills.push((event.tick, event.actor, point));
+                }
+                Op::Kill { point } => {
+                    if let Some(applied) = applying.remove(&event.actor) {
+                        history.applied[applied].rolled_back = true;
                     }
+                    history.kills.push((event.tick, event.actor, point));
                 }
                 Op::Send { command_id, key, .. } => {
                     history.key_to_command.entry(key).or_insert(command_id);
                     history.first_send.entry(command_id).or_insert(event.tick);
                     history.sends.entry(command_id).or_default().push(event.tick);
                 }
-                Op::Reply { key, outcome } => history.replies.entry(key).or_default().push((event.tick, outcome)),
+                Op::Reply { key, outcome } => {
+                    history.replies.entry(key).or_default().push((event.tick, outcome));
+                    history.answer(&responds, index, event, key, outcome);
+                }
+                Op::Receive { from, .. } => {
+                    receiving.insert(event.actor, *from);
+                }
+                Op::Respond { key, to, outcome } => {
+                    responds.entry((key, *to)).or_default().push((index, outcome));
+                }
                 Op::NearMiss { key, of, form, .. } => {
                     history.near_misses.insert(key, (of, *form));
                 }
@@ -147,15 +227,58 @@ impl<'a> History<'a> {
                 Op::Unsynced { database, directory } => {
                     history.unsynced.push((event.tick, event.actor, database, *directory))
                 }
-                Op::Apply { key, effect_id, .. } => {
+                Op::Apply { key, effect_id, result } => {
                     history.apply_ticks.insert(*effect_id, event.tick);
-                    applying.insert(event.actor, (key, *effect_id));
+                    applying.insert(event.actor, history.applied.len());
+                    history.applied.push(Applied {
+                        index,
+                        tick: event.tick,
+                        key,
+                        effect_id: *effect_id,
+                        result,
+                        requester: receiving.get(&event.actor).copied(),
+                        acked: None,
+                        rolled_back: false,
+                    });
                 }
-                Op::ProbeReply { key, outcome } => history.probe_replies.push((event.tick, key, outcome)),
+                Op::ProbeReply { key, outcome } => {
+                    history.probe_replies.push((event.tick, key, outcome));
+                    history.answer(&responds, index, event, key, outcome);
+                }
                 _ => {}
             }
         }
         history
+    }
+
+    /// The same history, knowing what recovery found after each cut.
+    pub fn with_recoveries(mut self, recoveries: &'a [crate::sim::Recovery]) -> History<'a> {
+        self.recoveries = recoveries;
+        self
+    }
+
+    /// Notes the answer `outcome` under `key` that `event` (a reply, the
+    /// trace's `index`-th) delivered, given by the latest `Respond` before it
+    /// with that key, requester and outcome.
+    fn answer(
+        &mut self,
+        responds: &BTreeMap<(&'a str, ActorId), Vec<(usize, &'a Outcome)>>,
+        index: usize,
+        event: &TraceEvent,
+        key: &'a str,
+        outcome: &'a Outcome,
+    ) {
+        let given = responds
+            .get(&(key, event.actor))
+            .and_then(|given| given.iter().rev().find(|(_, said)| *said == outcome))
+            .map_or(index, |(at, _)| *at);
+        self.answers.push(Answer {
+            tick: event.tick,
+            given,
+            to: event.actor,
+            key,
+            outcome,
+        });
     }
 
     /// The command an idempotency key stands for.
@@ -169,6 +292,20 @@ impl<'a> History<'a> {
     /// The tick `command_id` was first marked done (an acknowledgement that changed the row).
     pub fn mark_tick(&self, command_id: &str) -> Option<u64> {
         self.first_mark.get(command_id).copied()
+    }
+
+    /// The earliest tick at which any version of `workflow_id`'s event
+    /// `seq` may have committed: `commit_tick`, or an append whose commit
+    /// no writer learned. Before a power cut took it back, an event may
+    /// have been committed by a transaction no writer heard of, and
+    /// committed again, acknowledged, after the cut.
+    pub fn earliest_commit_tick(&self, workflow_id: &str, seq: u64) -> Option<u64> {
+        let unacknowledged = self
+            .unacknowledged
+            .iter()
+            .filter(|(_, workflow, at)| *workflow == workflow_id && *at == seq)
+            .map(|(tick, _, _)| *tick);
+        unacknowledged.chain(self.commit_tick(workflow_id, seq)).min()
     }
 
     /// The earliest tick at which `workflow_id`'s event `seq` may have

@@ -20,6 +20,7 @@
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
 //! | adapter.rs    | A1 an outside store's process dies only when killed, and answers in time |
+//! | alive.rs      | not a verdict: which effects a receiver held at a moment (committed, rolled back, taken by a cut), for judging answers when they were given |
 //!
 //! D1 (the same seed gives the same answers) is judged by running a seed
 //! twice (`determinism`), not from one run.
@@ -27,12 +28,18 @@
 //! Outcomes the harness could not confirm (a reply lost, a timeout) are not
 //! judged from the trace: only the database settles them.
 //!
+//! An answer (a receiver's repeat or conflict, a store's read, a row marked
+//! done) is judged against the state when it was given, never against the
+//! final dump alone: after a power cut on a setting weaker than FULL the
+//! final dump may lack what made it right (`alive.rs`, `answers/`).
+//!
 //! Every safety invariant is judged on every run, settled or not, on the
 //! state the run reached (after the quiet phase, or where its budget ended):
 //! a run that did not settle still shows the row that is wrong. Only I10
 //! and I1's "every row is done" clause need the run to have settled.
 
 pub mod adapter;
+mod alive;
 mod answers;
 mod commands;
 pub mod coverage;
@@ -191,14 +198,14 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     // Files SQLite cannot read hold no rows to judge: only their integrity
     // (and what the recoveries and the processes showed) is a verdict.
     if input.snapshot.unreadable.is_some() {
-        let history = History::from_events(input.events);
+        let history = History::from_events(input.events).with_recoveries(input.recoveries);
         let mut violations = liveness::integrity(input.snapshot);
         violations.extend(durability::check(input, &history));
         violations.extend(adapter::check(input));
         order(&mut violations);
         return violations;
     }
-    let mut history = History::from_events(input.events);
+    let mut history = History::from_events(input.events).with_recoveries(input.recoveries);
     history.lost = durability::lost_commits(input, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
@@ -249,3 +256,5 @@ mod tests_root;
 mod fixtures;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_alive;

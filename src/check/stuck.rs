@@ -340,6 +340,13 @@ impl Facts<'_, '_> {
         if row.done {
             return match &row.result {
                 None => Some(State::DoneWithoutResult),
+                // Backed when it was marked; a power cut took the effect since.
+                Some(result)
+                    if !performed.iter().any(|effect| &effect.result == result)
+                        && self.history.backed_when_marked(id, result) =>
+                {
+                    None
+                }
                 Some(_) if performed.is_empty() => Some(State::DoneWithoutEffect),
                 Some(result) if !performed.iter().any(|effect| &effect.result == result) => {
                     Some(State::DoneWrongResult { result: result.clone() })

@@ -99,7 +99,7 @@ fn i6_evidence_begins_at_the_writers_replay() {
     let index = fixture
         .events
         .iter()
-        .position(|event| matches!(&event.op, Op::Commit { appended } if appended[0].seq == 3))
+        .position(|event| matches!(&event.op, Op::Commit { appended } if appended.first().is_some_and(|append| append.seq == 3)))
         .unwrap();
     let commit_tick = fixture.events[index].tick;
     let load_tick = fixture.events[index - 1].tick;

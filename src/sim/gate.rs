@@ -45,7 +45,11 @@ impl KillGate<'_> {
             point,
             reach: self.reaches[point.index()],
         };
-        if !self.active || !self.source.fires(self.prng, self.plan.rate(point), &fault) {
+        let rate = self.plan.rate(point);
+        if self.active && !rate.is_zero() {
+            *self.counters.armed[point.index()].entry(rate).or_default() += 1;
+        }
+        if !self.active || !self.source.fires(self.prng, rate, &fault) {
             return false;
         }
         self.counters.fired[point.index()] += 1;
