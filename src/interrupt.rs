@@ -193,16 +193,19 @@ impl Drop for DirGuard {
 #[must_use = "the process group is unregistered when the guard is dropped"]
 pub struct GroupGuard {
     id: u64,
+    pgid: i32,
 }
 
 /// Registers process group `pgid` to be killed if a second signal quits the
 /// process, until the returned guard is dropped. Drop the guard once the
 /// group is killed, and before its leader is reaped: a reaped group's id can
-/// be given to another process group.
+/// be given to another process group. The group is announced to the
+/// [`crate::watchdog`] too, which kills it if crashsim itself is killed.
 pub fn guard_group(pgid: i32) -> GroupGuard {
     let id = NEXT_GUARD.fetch_add(1, Ordering::Relaxed);
     lock(&GROUPS).insert(id, pgid);
-    GroupGuard { id }
+    crate::watchdog::announce(pgid);
+    GroupGuard { id, pgid }
 }
 
 /// The process groups registered now (for tests of their owners).
@@ -214,6 +217,7 @@ pub(crate) fn guarded_groups() -> Vec<i32> {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         lock(&GROUPS).remove(&self.id);
+        crate::watchdog::withdraw(self.pgid);
     }
 }
 

@@ -30,6 +30,7 @@
 //! - `cli`       the command line (clap): run, replay, shrink, mutants, durability, bench, list, show, clean.
 //! - `workspace` one locked directory per invocation for the seeds' directories; the sweep of those a killed run left.
 //! - `interrupt` SIGINT/SIGTERM: stop at the first, quit cleaned up at the second; directories and process groups to clean.
+//! - `watchdog`  a `/bin/sh` loop that kills the adapters' process groups if crashsim itself is `SIGKILL`ed.
 //! - `ratio`, `seed`, `exit`, `platform`: small shared values and facts.
 
 pub mod actors;
@@ -59,6 +60,7 @@ pub mod sim;
 pub mod store;
 pub mod trace;
 pub mod vfs;
+mod watchdog;
 pub mod workflow;
 pub mod workload;
 pub mod workspace;
