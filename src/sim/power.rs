@@ -137,14 +137,67 @@ impl Power {
     }
 
     /// After the cut at `point`: forgets the points up to it, rewrites the
-    /// files and powers the disk back on. Returns whether the cut belongs in
-    /// the schedule (drawn or forced, not scripted), and what the restore did.
+    /// files and powers the disk back on with no cut armed: recovery is not
+    /// a place a cut lands ([`Power::resume`] arms again once it is done).
+    /// Returns whether the cut belongs in the schedule (drawn or forced, not
+    /// scripted), and what the restore did.
     pub fn restore(&mut self, point: u64) -> std::io::Result<(bool, Restored)> {
         let scheduled = self.scheduled.contains(&point);
         self.cuts.retain(|cut| *cut > point);
         self.scheduled.retain(|cut| *cut > point);
         let restored = self.vfs.restore(&mut self.restore)?;
-        self.rearm();
         Ok((scheduled, restored))
+    }
+
+    /// Recovery is done: cuts its points passed are dropped (a drawn cut
+    /// still pending when a scripted one struck would otherwise fail
+    /// recovery's own writes, an I/O error that ended the run), and the
+    /// next one is armed.
+    pub fn resume(&mut self) {
+        let now = self.vfs.points();
+        self.cuts.retain(|cut| *cut > now);
+        self.scheduled.retain(|cut| *cut > now);
+        self.rearm();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashsim_vfs::control::Point;
+
+    /// Two cuts: `first`, then `second`; the power goes out at the first,
+    /// and recovery makes `recovery` points before `resume`.
+    fn after_recovery(second: u64, recovery: u64) -> Power {
+        let faults = BTreeSet::from([Fault::PowerCut { point: 1 }, Fault::PowerCut { point: second }]);
+        let mut power = Power::new(7, Model::DropUnsynced, &FaultSource::Forced(faults), None).expect("a VFS");
+        power.start();
+        let control = power.vfs.control();
+        assert_eq!(control.point(), Point::Cut);
+        assert_eq!(power.cut(), Some(1));
+        power.restore(1).expect("restored");
+        for _ in 0..recovery {
+            assert_eq!(control.point(), Point::Go, "no cut lands in recovery");
+        }
+        power.resume();
+        power
+    }
+
+    #[test]
+    fn a_cut_recovery_passed_is_dropped() {
+        let power = after_recovery(3, 5);
+        assert_eq!(power.vfs.control().point(), Point::Go);
+        assert_eq!(power.cut(), None);
+    }
+
+    #[test]
+    fn a_cut_beyond_recovery_still_lands() {
+        let power = after_recovery(10, 5);
+        let control = power.vfs.control();
+        for _ in 0..3 {
+            assert_eq!(control.point(), Point::Go);
+        }
+        assert_eq!(control.point(), Point::Cut);
+        assert_eq!(power.cut(), Some(10));
     }
 }

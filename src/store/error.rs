@@ -122,7 +122,14 @@ impl StoreError {
                     rusqlite::ErrorCode::NoLargeFileSupport => "the file system refuses large files",
                     _ => return None,
                 };
-                Some(format!("{what} ({error})"))
+                match error {
+                    // The extended code says which call failed (522: a
+                    // short read, 1034: an fsync, 3850: a lock, ...).
+                    rusqlite::Error::SqliteFailure(code, _) if code.extended_code > 0xff => {
+                        Some(format!("{what} ({error}; extended code {})", code.extended_code))
+                    }
+                    _ => Some(format!("{what} ({error})")),
+                }
             }
             _ => None,
         }

@@ -242,6 +242,9 @@ impl Simulator<'_> {
                 return;
             }
         };
+        if let Some(power) = self.power.as_mut() {
+            power.resume();
+        }
         self.recoveries.push(Recovery {
             tick: self.now,
             point,
