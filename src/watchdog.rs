@@ -78,17 +78,23 @@ fn send(op: char, pgid: i32) {
     }
 }
 
-/// Starts the watchdog; its pipe, or `None` if it cannot start.
-fn start() -> Option<ChildStdin> {
-    let mut child = Command::new("/bin/sh")
+/// The watchdog's command: the loop, in a process group of its own, read
+/// from a pipe.
+fn command() -> Command {
+    let mut command = Command::new("/bin/sh");
+    command
         .arg("-c")
         .arg(SCRIPT)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .ok()?;
+        .process_group(0);
+    command
+}
+
+/// Starts the watchdog; its pipe, or `None` if it cannot start.
+fn start() -> Option<ChildStdin> {
+    let mut child = command().spawn().ok()?;
     // The child is never waited for: it lives until crashsim is gone, and
     // then init reaps it.
     child.stdin.take()
@@ -116,12 +122,7 @@ mod tests {
                 .expect("sleep starts")
         };
         let (mut kept, mut withdrawn) = (start("61"), start("62"));
-        let mut watchdog = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(SCRIPT)
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("the watchdog starts");
+        let mut watchdog = command().spawn().expect("the watchdog starts");
         let mut pipe = watchdog.stdin.take().expect("a pipe");
         let lines = format!(
             "+ {kept}\n+ {withdrawn}\n+ {withdrawn}\n- {withdrawn}\n- {withdrawn}\n",

@@ -7,8 +7,6 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-mod common;
-
 /// Starts a long run of `smoke` with its work and report folders in `dir`.
 fn start(dir: &Path) -> (Child, BufReader<ChildStdout>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crashsim"))
@@ -118,80 +116,4 @@ fn a_killed_runs_work_directory_is_swept_by_the_next_run() {
     let said = String::from_utf8_lossy(&next.stderr);
     assert!(said.contains("removed 1 work directory"), "{said}");
     assert!(work_dir_is_empty(dir.path()));
-}
-
-/// The processes alive (not zombies) whose environment holds `marker`.
-fn alive_with(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
-            continue;
-        };
-        let (Ok(environ), Ok(stat)) = (
-            std::fs::read(entry.path().join("environ")),
-            std::fs::read_to_string(entry.path().join("stat")),
-        ) else {
-            continue;
-        };
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if !zombie && environ.split(|byte| *byte == 0).any(|pair| pair == marker.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// A `SIGKILL`ed crashsim has no last word, and an adapter that goes on
-/// after end of file on stdin (here a shell that sleeps once the store has
-/// exited) would outlive it: the watchdog kills every adapter group.
-#[test]
-fn a_killed_runs_adapters_do_not_outlive_it() {
-    let Some(python) = common::python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let marker = format!("CRASHSIM_WATCHDOG_TEST={}", dir.path().display());
-    let (key, value) = marker.split_once('=').unwrap();
-    let sut = format!("{python} -S adapters/python/example_store.py; exec sleep 600");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crashsim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "run",
-            "smoke",
-            "--seeds",
-            "100000",
-            "--jobs",
-            "1",
-            "--no-report",
-            "--sut",
-            &sut,
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .env(key, value)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("crashsim starts");
-    let mut waited = 0;
-    // Its adapter processes (and the watchdog), besides crashsim itself.
-    while alive_with(&marker).iter().filter(|pid| **pid != child.id()).count() < 2 {
-        assert!(waited < 6_000, "no adapter started within a minute");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        waited += 1;
-    }
-    signal(&child, libc::SIGKILL);
-    child.wait().unwrap();
-    let mut waited = 0;
-    while !alive_with(&marker).is_empty() {
-        assert!(
-            waited < 3_000,
-            "processes outlived the killed crashsim: {:?}",
-            alive_with(&marker)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        waited += 1;
-    }
 }

@@ -136,23 +136,21 @@ impl Power {
         self.vfs.cut_point()
     }
 
-    /// After the cut at `point`: forgets the points up to it, rewrites the
-    /// files and powers the disk back on with no cut armed: recovery is not
-    /// a place a cut lands ([`Power::resume`] arms again once it is done).
-    /// Returns whether the cut belongs in the schedule (drawn or forced, not
-    /// scripted), and what the restore did.
+    /// After the cut at `point`: rewrites the files and powers the disk back
+    /// on with no cut armed: recovery is not a place a cut lands
+    /// ([`Power::resume`] arms again once it is done). Returns whether the
+    /// cut belongs in the schedule (drawn or forced, not scripted), and what
+    /// the restore did.
     pub fn restore(&mut self, point: u64) -> std::io::Result<(bool, Restored)> {
         let scheduled = self.scheduled.contains(&point);
-        self.cuts.retain(|cut| *cut > point);
-        self.scheduled.retain(|cut| *cut > point);
         let restored = self.vfs.restore(&mut self.restore)?;
         Ok((scheduled, restored))
     }
 
-    /// Recovery is done: cuts its points passed are dropped (a drawn cut
-    /// still pending when a scripted one struck would otherwise fail
-    /// recovery's own writes, an I/O error that ended the run), and the
-    /// next one is armed.
+    /// Recovery is done: the cuts up to its last point are dropped (the one
+    /// that struck, and a drawn cut still pending when a scripted one struck,
+    /// which would otherwise fail recovery's own writes, an I/O error that
+    /// ended the run), and the next one is armed.
     pub fn resume(&mut self) {
         let now = self.vfs.points();
         self.cuts.retain(|cut| *cut > now);
