@@ -264,6 +264,9 @@ pub struct KillCounters {
     /// zero), by that rate: a swarm seed draws its own. How likely a
     /// point's silence was follows from them (`report::coverage`).
     pub armed: [BTreeMap<Ratio, u64>; KILL_POINTS],
+    /// With `[preempt]`: per kind of scheduling point inside the store's
+    /// SQLite, (points reached while an actor's step ran, calls suspended there).
+    pub suspended: BTreeMap<String, (u64, u64)>,
 }
 
 impl KillCounters {
@@ -274,6 +277,11 @@ impl KillCounters {
             for (rate, reaches) in &other.armed[i] {
                 *self.armed[i].entry(*rate).or_default() += reaches;
             }
+        }
+        for (kind, (reached, fired)) in &other.suspended {
+            let total = self.suspended.entry(kind.clone()).or_default();
+            total.0 += reached;
+            total.1 += fired;
         }
     }
 

@@ -7,12 +7,12 @@ mod common;
 use std::path::Path;
 
 use common::{load, root, work_dir};
-use crashsim::runner::{Options, run_seeds};
+use crashsim::runner::{Options, Sut, run_seeds};
 
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 10] = [
+const SHIPPED: [&str; 11] = [
     "smoke",
     "contention",
     "crash_storm",
@@ -23,6 +23,7 @@ const SHIPPED: [&str; 10] = [
     "leases",
     "retries",
     "clocks",
+    "interleave",
 ];
 
 fn passes(name: &str) {
@@ -31,6 +32,11 @@ fn passes(name: &str) {
 
 /// Runs `seeds` seeds of a shipped scenario, with its `store` replaced if asked.
 fn passes_with(name: &str, store: Option<&str>, seeds: u64) {
+    passes_on(name, store, seeds, Default::default());
+}
+
+/// `passes_with`, the store under test given (`Sut::Adapter`: in processes).
+fn passes_on(name: &str, store: Option<&str>, seeds: u64, sut: Sut) {
     let mut loaded = load(&format!("scenarios/{name}.toml"));
     if let Some(store) = store {
         loaded.scenario.store = store.to_string();
@@ -40,7 +46,7 @@ fn passes_with(name: &str, store: Option<&str>, seeds: u64) {
         work_dir: dir.path().to_path_buf(),
         keep_failed: false,
         keep_traces: false,
-        sut: Default::default(),
+        sut,
         check_determinism: false,
         files: Default::default(),
     };
@@ -177,4 +183,16 @@ fn short_retention_lets_the_reference_apply_a_late_retry_twice() {
         caught.is_some(),
         "a retention below the horizon must show a double effect (I2)"
     );
+}
+
+/// Calls suspended inside SQLite park the connection's process: the
+/// reference runs one `crashsim serve` process per connection, as the CLI
+/// runs it for this scenario. Fewer seeds: a process per connection costs
+/// some five times an in-process seed (`docs/performance.md`).
+#[test]
+fn interleave() {
+    let command = format!("{} serve reference", env!("CARGO_BIN_EXE_crashsim"));
+    let adapter = crashsim::adapter::Adapter::probe(&command, std::time::Duration::from_secs(30), true)
+        .expect("crashsim serve answers its handshake");
+    passes_on("interleave", None, 60, Sut::Adapter(std::sync::Arc::new(adapter)));
 }

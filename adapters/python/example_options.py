@@ -78,6 +78,22 @@ Options:
                     back by seconds (scenarios/clocks.toml; crashsim answers
                     the store's CURRENT_TIMESTAMP through its VFS extension),
                     a workflow's events come back out of order. -> I6.
+  lookup_outside_txn
+                    The receiver looks the key up before its transaction
+                    ("a read needs no lock"), then applies the effect and
+                    records the key with INSERT OR IGNORE in a transaction of
+                    its own. Two receivers handling one duplicated delivery
+                    at the same moment both find nothing and both apply it.
+                    -> I2, at `call` granularity too, in a scenario that
+                    suspends calls inside SQLite (scenarios/interleave.toml).
+  head_outside_txn  The append reads the workflow's head before BEGIN
+                    IMMEDIATE, checks it, then inserts the event with INSERT
+                    OR IGNORE ("a retried append is harmless"). A writer
+                    overtaken between the read and the write has its event
+                    silently dropped and is told it committed. -> I3/I1, at
+                    `call` granularity too (scenarios/interleave.toml).
+                    (The same read inside BEGIN DEFERRED is safe in WAL:
+                    SQLite refuses to upgrade a stale snapshot, SQLITE_BUSY.)
   json_spacing      No mistake: payloads are stored re-encoded by json.dumps
                     (`{"trip_id": "x"}`), equal JSON in other bytes. -> PASS.
 """
@@ -102,6 +118,8 @@ KNOWN_BUGS = (
     "json_spacing",
     "autocommit",
     "load_by_created_at",
+    "lookup_outside_txn",
+    "head_outside_txn",
 )
 
 

@@ -277,11 +277,15 @@ class Store:
     # The append, one step per request.
 
     def begin(self):
+        if "head_outside_txn" in BUGS:
+            return  # "read the head first; BEGIN only to write"
         if "autocommit" not in BUGS:  # "the driver handles transactions"
             self.connection.execute("BEGIN IMMEDIATE")
 
     def insert_event(self, workflow_id, expected_seq, kind, payload):
         conn = self.connection
+        if "head_outside_txn" in BUGS:
+            return self.insert_event_late_begin(workflow_id, expected_seq, kind, payload)
         if "max_seq" in BUGS:
             (seq,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE workflow_id = ?",
@@ -318,6 +322,25 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
         return seq
 
+    def insert_event_late_begin(self, workflow_id, expected_seq, kind, payload):
+        # head_outside_txn: the check reads outside the transaction that writes.
+        conn = self.connection
+        (head,) = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE workflow_id = ?",
+            (workflow_id,),
+        ).fetchone()
+        if head != expected_seq:
+            raise ca.Conflict(
+                f"stale append: {workflow_id} is no longer at seq {expected_seq}"
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT OR IGNORE INTO events (workflow_id, seq, kind, payload, created_at)"
+            " VALUES (?1, ?2, ?3, ?4, ?5)",
+            (workflow_id, expected_seq + 1, kind, payload, ca.now()),
+        )
+        return expected_seq + 1
+
     def insert_command(self, workflow_id, event_seq, index, kind, payload):
         if "uuid_ids" in BUGS:
             import uuid
@@ -327,8 +350,9 @@ class Store:
             command_id = ca.command_id(workflow_id, event_seq, index)
         if "json_spacing" in BUGS:
             payload = respaced(payload)
+        verb = "INSERT OR IGNORE" if "head_outside_txn" in BUGS else "INSERT"
         self.connection.execute(
-            "INSERT INTO outbox (command_id, workflow_id, event_seq, kind, payload)"
+            f"{verb} INTO outbox (command_id, workflow_id, event_seq, kind, payload)"
             " VALUES (?, ?, ?, ?, ?)",
             (command_id, workflow_id, event_seq, kind, payload),
         )
@@ -398,6 +422,8 @@ class Receiver:
         return key
 
     def begin(self):
+        if "lookup_outside_txn" in BUGS:
+            return  # "a lookup needs no transaction; apply opens one"
         self.connection.execute("BEGIN IMMEDIATE")
 
     def lookup(self, request):
@@ -417,6 +443,8 @@ class Receiver:
 
     def apply(self, request):
         conn = self.connection
+        if "lookup_outside_txn" in BUGS:
+            conn.execute("BEGIN IMMEDIATE")
         (effect_id,) = conn.execute(
             "SELECT COALESCE(MAX(effect_id), 0) + 1 FROM effects"
         ).fetchone()
@@ -441,6 +469,13 @@ class Receiver:
                 "INSERT INTO dedup (key, digest, result, effect_id, recorded_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (key, digest, result, effect_id, ca.now()),
+            )
+        elif "lookup_outside_txn" in BUGS:
+            # "The key is unique anyway: a second insert does nothing."
+            conn.execute(
+                "INSERT OR IGNORE INTO dedup (key, digest, result, effect_id)"
+                " VALUES (?, ?, ?, ?)",
+                (key, digest, result, effect_id),
             )
         else:
             conn.execute(

@@ -42,6 +42,10 @@ pub enum Next {
     /// The step met a lock: retry it after a backoff that grows with each
     /// busy answer in a row, as SQLite's own busy handler does, in ticks.
     Busy,
+    /// The step's call is suspended inside the store's SQLite
+    /// (`StoreError::Preempted`): the simulator lets others run, then
+    /// steps the actor again, which asks the same call again.
+    Preempted,
     /// The simulator fired this kill point: the actor dies now.
     Killed(KillPoint),
     /// An unexpected store error: the actor dies as a process would on an
@@ -130,6 +134,13 @@ pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Re
         Err(store::StoreError::Pending) => {
             ctx.record(crate::trace::Op::Queued { step: step.to_string() });
             Err(Next::Continue)
+        }
+        Err(store::StoreError::Preempted(point)) => {
+            ctx.record(crate::trace::Op::Preempted {
+                step: step.to_string(),
+                point,
+            });
+            Err(Next::Preempted)
         }
         Err(store::StoreError::Died(cause)) => {
             ctx.record(crate::trace::Op::Died {

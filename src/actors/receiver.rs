@@ -24,6 +24,8 @@ pub struct ReceiverActor {
     purged_at: Option<u64>,
     /// Whether this life's last step was a purge.
     just_purged: bool,
+    /// The tick of a purge whose call is suspended inside the store.
+    purging: Option<u64>,
 }
 
 struct Handling {
@@ -53,6 +55,7 @@ impl ReceiverActor {
             current: None,
             purged_at: None,
             just_purged: false,
+            purging: None,
         }
     }
 
@@ -74,15 +77,23 @@ impl ReceiverActor {
         // A purge never takes two steps in a row: however short the
         // retention, a waiting request is taken up between two purges.
         let just_purged = std::mem::take(&mut self.just_purged);
-        if self.current.is_none()
-            && !self.inbox.is_empty()
-            && !just_purged
-            && let Some(retention) = ctx.world.dedup_retention_ticks
-            && self
-                .purged_at
-                .is_none_or(|at| ctx.now >= at + purge_every(retention, ctx))
+        let due = |receiver: &Self, retention| {
+            receiver.current.is_none()
+                && !receiver.inbox.is_empty()
+                && !just_purged
+                && receiver
+                    .purged_at
+                    .is_none_or(|at| ctx.now >= at + purge_every(retention, ctx))
+        };
+        if let Some(retention) = ctx.world.dedup_retention_ticks
+            && (self.purging.is_some() || due(self, retention))
         {
-            let purged = retry_or_crash(ctx, "purge_dedup", self.receiver.purge_dedup(ctx.now, retention));
+            // A purge suspended inside the store is asked again as it was.
+            let now = *self.purging.get_or_insert(ctx.now);
+            let purged = retry_or_crash(ctx, "purge_dedup", self.receiver.purge_dedup(now, retention));
+            if !matches!(purged, Err(Next::Preempted)) {
+                self.purging = None;
+            }
             return match purged {
                 Ok(removed) => {
                     self.purged_at = Some(ctx.now);

@@ -73,6 +73,9 @@ enum Stage {
     /// The delivery failed retryably: store its timer (`retry.rs`).
     Schedule {
         error: String,
+        /// The jitter of a `schedule_retry` call suspended inside the
+        /// store, which is asked again as it was.
+        jitter: Option<u64>,
     },
 }
 
@@ -305,10 +308,7 @@ fn deliver_step(
             Ok(next) => (next, true),
             Err(next) => (next, false),
         },
-        Stage::Schedule { error } => {
-            let error = error.clone();
-            retry::schedule(ctx, store, delivery, &error)
-        }
+        Stage::Schedule { .. } => retry::schedule(ctx, store, delivery),
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Writer {
     /// Whether the next look for work without a hint scans `heads` (true)
     /// or first waits for a nudge until the poll deadline (false).
     scan: bool,
+    /// Its last `heads` call is suspended inside the store (`[preempt]`).
+    heads_parked: bool,
 }
 
 enum State {
@@ -81,6 +83,7 @@ impl Writer {
             state: State::Idle,
             hints: VecDeque::new(),
             scan: true,
+            heads_parked: false,
         }
     }
 
@@ -121,11 +124,17 @@ impl Writer {
     }
 
     fn find_work(&mut self, ctx: &mut Ctx<'_>) -> Result<Next, Next> {
-        if let Some(workflow_id) = self.hints.pop_front() {
+        // A `heads` suspended inside the store is asked again before any
+        // hint that came meanwhile: the same call goes on.
+        if !self.heads_parked
+            && let Some(workflow_id) = self.hints.pop_front()
+        {
             self.scan = false;
             return self.load(ctx, workflow_id);
         }
-        let heads = retry_or_crash(ctx, "heads", self.store.heads())?;
+        let heads = retry_or_crash(ctx, "heads", self.store.heads());
+        self.heads_parked = matches!(heads, Err(Next::Preempted));
+        let heads = heads?;
         let started: BTreeSet<&str> = heads.iter().map(|head| head.workflow_id.as_str()).collect();
         let mut candidates: Vec<&str> = ctx
             .world

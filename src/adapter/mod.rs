@@ -17,6 +17,7 @@ mod client;
 pub mod fork;
 mod process;
 pub mod protocol;
+mod rendezvous;
 pub mod serve;
 mod system;
 
@@ -321,6 +322,7 @@ fn message_of(error: CallError, command: &str, stderr: &str) -> String {
         ),
         CallError::Died(_) => format!("the adapter `{command}` exited before answering `hello`"),
         CallError::Broken(message) => message,
+        CallError::Preempted(point) => format!("the adapter `{command}` parked at {point} during `hello`"),
     };
     if stderr.is_empty() {
         cause

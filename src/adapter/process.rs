@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -28,8 +28,10 @@ use serde_json::{Map, Value};
 use super::fork::client::ForkServer;
 use super::fork::{Ended, ForkError};
 use super::protocol::{self, Answer, ErrorKind};
+use super::rendezvous::Rendezvous;
 use crate::interrupt::{self, GroupGuard};
 use crate::store::StoreError;
+use crashsim_vfs::preempt::At;
 
 /// What one run's adapter processes said and did, shared by all of them.
 #[derive(Debug, Default)]
@@ -45,6 +47,8 @@ pub struct RunLog {
     pub processes: Vec<ProcessRecord>,
     /// Variables every process of the run is started with (the crash VFS's).
     pub env: Vec<(String, String)>,
+    /// Where a call parked inside the store's SQLite says so (`[preempt]`).
+    pub rendezvous: Option<Rc<Rendezvous>>,
 }
 
 /// One request and its answer (the answer is empty if none came).
@@ -77,6 +81,9 @@ pub enum CallError {
     Died(String),
     /// The adapter broke the protocol (a harness error).
     Broken(String),
+    /// The call is parked inside the store's SQLite at the point named: ask
+    /// it again to let it go on.
+    Preempted(String),
 }
 
 impl From<ForkError> for CallError {
@@ -100,6 +107,7 @@ impl CallError {
                 ErrorKind::Unsupported => StoreError::Broken(answer.message),
             },
             CallError::Died(cause) => StoreError::Died(cause),
+            CallError::Preempted(point) => StoreError::Preempted(point),
             CallError::Broken(message) => StoreError::Broken(message),
         }
     }
@@ -130,6 +138,17 @@ pub struct AdapterProcess {
     /// The process group, registered for `SIGKILL` at a second SIGINT or
     /// SIGTERM from spawn until this kills it.
     group: Option<GroupGuard>,
+    /// The call parked inside the store's SQLite, if one is.
+    parked: Option<Parked>,
+}
+
+/// A request whose process parked before it answered.
+struct Parked {
+    id: u64,
+    op: String,
+    fields: Map<String, Value>,
+    line: String,
+    ticket: u64,
 }
 
 impl AdapterProcess {
@@ -216,6 +235,7 @@ impl AdapterProcess {
             log: Rc::clone(log),
             gone: false,
             group: Some(group),
+            parked: None,
         }
     }
 
@@ -228,18 +248,51 @@ impl AdapterProcess {
         if self.gone {
             return Err(CallError::Died(format!("{}: the store process is gone", self.label)));
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        let line = protocol::request_line(id, op, tick, fields);
-        let written = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush());
-        // A process that is gone may still have left its last words in the
-        // pipe: read them even when the request could not be written.
-        let answer = match written {
-            Ok(()) => self.stdout.read_line(self.timeout),
-            Err(_) => self.stdout.read_line(Duration::from_millis(100)),
+        let rendezvous = self.log.borrow().rendezvous.clone();
+        let (id, line, answer) = match self.parked.take() {
+            Some(parked) => {
+                // The same call asked again: the parked process goes on.
+                if parked.op != op || parked.fields != fields {
+                    return Err(CallError::Broken(format!(
+                        "crashsim asked `{op}` of {} while its `{}` was suspended: a crashsim bug \
+                         (a suspended call is asked again with the same arguments)",
+                        self.label, parked.op
+                    )));
+                }
+                if let Some(rendezvous) = &rendezvous {
+                    rendezvous.resume(parked.ticket);
+                }
+                let answer = self.stdout.read_line(self.timeout, rendezvous.as_deref());
+                (parked.id, parked.line, (answer, parked.fields))
+            }
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let line = protocol::request_line(id, op, tick, fields.clone());
+                let written = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush());
+                // A process that is gone may still have left its last words in the
+                // pipe: read them even when the request could not be written.
+                let answer = match written {
+                    Ok(()) => self.stdout.read_line(self.timeout, rendezvous.as_deref()),
+                    Err(_) => self.stdout.read_line(Duration::from_millis(100), None),
+                };
+                (id, line, (answer, fields))
+            }
         };
+        let (answer, fields) = answer;
         let answer = match answer {
             Ok(answer) => answer,
+            Err(ReadError::Parked(ticket, at)) => {
+                let point = at.describe();
+                self.parked = Some(Parked {
+                    id,
+                    op: op.to_string(),
+                    fields,
+                    line,
+                    ticket,
+                });
+                return Err(CallError::Preempted(point));
+            }
             Err(ReadError::Eof) => {
                 self.record(op, &line, "");
                 return Err(CallError::Died(self.died(op)));
@@ -377,6 +430,11 @@ impl AdapterProcess {
     /// `SIGKILL` to the whole process group, then wait: the process (and
     /// anything it started) is gone when this returns.
     pub fn kill(&mut self) {
+        if self.parked.take().is_some()
+            && let Some(rendezvous) = &self.log.borrow().rendezvous
+        {
+            rendezvous.killed_parked();
+        }
         if !self.gone {
             self.end_group();
             self.set_end("killed");
@@ -416,6 +474,8 @@ enum ReadError {
     Eof,
     Timeout,
     Io(std::io::Error),
+    /// The process parked inside its SQLite (its ticket, and where).
+    Parked(u64, At),
 }
 
 /// Lines from a child's stdout, with a time limit on each.
@@ -436,7 +496,8 @@ impl Lines {
         }
     }
 
-    fn read_line(&mut self, timeout: Duration) -> Result<String, ReadError> {
+    /// The next line, or, with a `rendezvous`, word that the process parked.
+    fn read_line(&mut self, timeout: Duration, rendezvous: Option<&Rendezvous>) -> Result<String, ReadError> {
         #[expect(
             clippy::disallowed_methods,
             reason = "a wall-clock limit on an adapter's answer; it never steers a run whose store answers"
@@ -457,14 +518,68 @@ impl Lines {
             if left.is_zero() {
                 return Err(ReadError::Timeout);
             }
-            if !super::fork::readable(self.stdout.as_raw_fd(), left).map_err(ReadError::Io)? {
-                return Err(ReadError::Timeout);
+            match rendezvous {
+                None => {
+                    if !super::fork::readable(self.stdout.as_raw_fd(), left).map_err(ReadError::Io)? {
+                        return Err(ReadError::Timeout);
+                    }
+                }
+                Some(rendezvous) => {
+                    match readable_either(self.stdout.as_raw_fd(), rendezvous.fd(), left).map_err(ReadError::Io)? {
+                        Ready::Neither => return Err(ReadError::Timeout),
+                        Ready::Second => {
+                            if let Some((ticket, at)) = rendezvous.take() {
+                                return Err(ReadError::Parked(ticket, at));
+                            }
+                            continue;
+                        }
+                        Ready::First => {}
+                    }
+                }
             }
             match self.stdout.read(&mut self.chunk) {
                 Ok(0) => return Err(ReadError::Eof),
                 Ok(read) => self.buffer.extend_from_slice(&self.chunk[..read]),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(ReadError::Io(error)),
+            }
+        }
+    }
+}
+
+enum Ready {
+    First,
+    Second,
+    Neither,
+}
+
+/// Waits up to `limit` for `first` or `second` to be readable (`first`
+/// wins a tie: an answer is read before a park).
+fn readable_either(first: RawFd, second: RawFd, limit: Duration) -> std::io::Result<Ready> {
+    let poll = |fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut fds = [poll(first), poll(second)];
+    let millis = limit.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    loop {
+        // SAFETY: two valid pollfds, for the duration of the call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, millis) };
+        match ready {
+            0 => return Ok(Ready::Neither),
+            n if n > 0 => {
+                return Ok(if fds[0].revents != 0 {
+                    Ready::First
+                } else {
+                    Ready::Second
+                });
+            }
+            _ => {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
             }
         }
     }

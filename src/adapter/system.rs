@@ -98,6 +98,7 @@ impl AdapterSystem {
             dir,
             run_dir,
             env: vfs_env(config)?,
+            rendezvous: rendezvous(config)?,
             ..RunLog::default()
         }));
         let mut system = AdapterSystem {
@@ -292,6 +293,17 @@ impl System for AdapterSystem {
         }
         artifacts
     }
+}
+
+/// Where a run that suspends calls inside the store (`[preempt]`) hears
+/// that one parked: nothing for any other run.
+fn rendezvous(config: &SystemConfig) -> Result<Option<Rc<super::rendezvous::Rendezvous>>> {
+    let Some(state) = &config.vfs_state else {
+        return Ok(None);
+    };
+    super::rendezvous::Rendezvous::open(state)
+        .map(|rendezvous| rendezvous.map(Rc::new))
+        .map_err(|error| StoreError::Environment(format!("the preemption rendezvous in {}: {error}", state.display())))
 }
 
 /// What tells a run's processes to load crashsim's VFS extension, and

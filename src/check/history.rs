@@ -125,6 +125,13 @@ impl<'a> History<'a> {
                 Op::Queued { .. } => {
                     queued.entry(event.actor).or_insert(event.tick);
                 }
+                // An append suspended inside the store may commit any time
+                // from the suspension on, as a queued one.
+                Op::Preempted { step, .. } => {
+                    if matches!(step.as_str(), "append" | "commit") {
+                        queued.entry(event.actor).or_insert(event.tick);
+                    }
+                }
                 Op::Busy { .. } | Op::Pause { .. } | Op::Commit { .. } => {}
                 Op::Decide {
                     workflow_id,

@@ -79,7 +79,21 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // The token of each worker's latest claim of a row: what it sends under.
     let mut mine: BTreeMap<(ActorId, &str), Lease<'_>> = BTreeMap::new();
     let mut violations = Vec::new();
+    // Where each actor's call suspended inside the store (`[preempt]`)
+    // began, with the actor's clock offset then: the call ran from there to
+    // its answer, and asked with the clock of its start.
+    let mut suspended: BTreeMap<ActorId, (u64, i64)> = BTreeMap::new();
     for event in input.events {
+        if let Op::Preempted { .. } = event.op {
+            let offset = offsets.get(&event.actor).copied().unwrap_or(0);
+            suspended.entry(event.actor).or_insert((event.tick, offset));
+            continue;
+        }
+        let began = match event.op {
+            // Recorded at a step's start, before its call is asked again.
+            Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
+            _ => suspended.remove(&event.actor),
+        };
         match &event.op {
             Op::Skew { offset } | Op::ClockStep { offset, .. } => {
                 offsets.insert(event.actor, *offset);
@@ -90,21 +104,27 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 claimed,
             } => {
                 let offset = offsets.get(&event.actor).copied().unwrap_or(0);
+                let (tick, offset) = began.unwrap_or((event.tick, offset));
                 for claim in claimed {
                     let lease = Lease {
-                        tick: event.tick,
+                        tick,
                         actor: event.actor,
                         owner,
                         token: claim.token,
                         expires: *expires,
-                        clock: event.tick.saturating_add_signed(offset),
+                        clock: tick.saturating_add_signed(offset),
                         released: false,
                     };
-                    if let Some(before) = latest.get(claim.command_id.as_str()) {
-                        violations.extend(overlap(&claim.command_id, before, &lease));
-                    }
                     held.insert((claim.command_id.as_str(), claim.token), lease);
                     mine.insert((event.actor, claim.command_id.as_str()), lease);
+                    if let Some(before) = latest.get(claim.command_id.as_str()) {
+                        // A suspended claim answered after one it may have
+                        // preceded: the tokens say which came first.
+                        if began.is_some() && lease.token < before.token && lease.tick <= before.tick {
+                            continue;
+                        }
+                        violations.extend(overlap(&claim.command_id, before, &lease));
+                    }
                     latest.insert(&claim.command_id, lease);
                 }
             }

@@ -98,6 +98,20 @@ pub fn kill_table(
             thousands(count.fired)
         );
     }
+    let prefix = crate::report::json::SUSPENDED_PREFIX;
+    let suspended: Vec<_> = kills.iter().filter(|(name, _)| name.starts_with(prefix)).collect();
+    if !suspended.is_empty() {
+        let _ = writeln!(text, "  {:<32}{:>14}{:>12}", "suspension point", "reached", "suspended");
+        for (name, count) in suspended {
+            let _ = writeln!(
+                text,
+                "  {:<32}{:>14}{:>12}",
+                &name[prefix.len()..],
+                thousands(count.reached),
+                thousands(count.fired)
+            );
+        }
+    }
     text
 }
 

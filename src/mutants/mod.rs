@@ -22,6 +22,7 @@
 //! | `no_dedup` | 8 | the receiver does not de-duplicate |
 //! | `dedup_apart` | 8 | the receiver commits its de-dup record apart from the effect |
 //! | `dedup_after_effect` | 8 | a receiver of `call` granularity commits the effect, then the de-dup record, in one call |
+//! | `lookup_outside_txn` | 8 | a receiver of `call` granularity looks the key up outside the transaction that applies (caught with `[preempt]`) |
 //! | `replay_dispatches` | 9 | replay sends the commands of the events it folds |
 //! | `pragmas_once` | 10 | only the first connection gets the per-connection PRAGMAs |
 //! | `unfenced_mark_done` | 11 | `mark_done_leased` ignores the fencing token: a late acknowledgement counts |
@@ -45,7 +46,9 @@
 //! Mistake 11 shows only where workers hold leases (`scenarios/leases.toml`);
 //! mistake 12 only where receivers purge de-dup records and producers retry
 //! late (`scenarios/retries.toml`); `dedup_after_effect` only where the
-//! power can go out inside a call (`scenarios/power_loss.toml`); mistake 14
+//! power can go out inside a call (`scenarios/power_loss.toml`);
+//! `lookup_outside_txn` only where calls are suspended inside SQLite while
+//! others run (`scenarios/interleave.toml`); mistake 14
 //! (crashsim's addition to PROTOCOL.md §7: idempotency keys compared
 //! inexactly) where ids are hostile or near-miss keys are probed; mistake
 //! 15 (crashsim's too: a store whose reads answer wrongly) wherever the
@@ -124,7 +127,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
-pub static MUTANTS: [Mutant; 23] = [
+pub static MUTANTS: [Mutant; 24] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -211,6 +214,18 @@ pub static MUTANTS: [Mutant; 23] = [
         description: "receiver of call granularity commits its effect, then its de-duplication record, in two transactions of one call",
         // `dedup_apart`'s receiver driven as one `handle` call per request.
         receiver: |inner| Box::new(receiver::DedupApart { inner }),
+        roles: Roles {
+            store: Granularity::Step,
+            receiver: Granularity::Call,
+        },
+        caught_by: &[Invariant::I2],
+        ..BASE
+    },
+    Mutant {
+        name: "lookup_outside_txn",
+        mistake: 8,
+        description: "receiver of call granularity looks the key up outside the transaction that applies and records it (INSERT OR IGNORE)",
+        receiver: |inner| Box::new(receiver::LookupOutsideTxn { inner }),
         roles: Roles {
             store: Granularity::Step,
             receiver: Granularity::Call,

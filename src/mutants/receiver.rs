@@ -88,6 +88,39 @@ impl Receiver for DedupApart {
     }
 }
 
+/// Mistake 8, third form: the de-dup lookup reads outside the transaction
+/// that applies ("a read needs no lock"), and the record is written with
+/// `INSERT OR IGNORE` ("the key is unique anyway"). Two receivers handling
+/// one duplicated delivery at the same moment both find nothing and both
+/// apply it. Driven as one `handle` call per request (call granularity),
+/// nothing comes between the lookup and the apply unless the call is
+/// suspended inside SQLite (`[preempt]`, scenarios/interleave.toml).
+pub struct LookupOutsideTxn {
+    pub inner: ReferenceReceiver,
+}
+
+impl Receiver for LookupOutsideTxn {
+    forward_receiver!(lookup, commit, rollback, connection, purge_dedup);
+
+    fn begin(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn apply(&mut self, request: &Request) -> Result<Applied> {
+        self.inner.begin()?;
+        let (conn, hotel_failure) = self.inner.parts();
+        let applied = perform_effect(conn, request, hotel_failure)?;
+        conn.prepare_cached("INSERT OR IGNORE INTO dedup (key, digest, result, effect_id) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(rusqlite::params![
+                request.key,
+                core_digest(&request.kind, &request.payload),
+                applied.result,
+                applied.effect_id
+            ])?;
+        Ok(applied)
+    }
+}
+
 /// Mistake 12: de-duplication records purged before producers stop
 /// retrying. The receiver keeps its records for a hundredth of the
 /// configured retention (a TTL read in the wrong unit), far below the retry

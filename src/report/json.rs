@@ -25,20 +25,31 @@ pub struct KillCount {
     pub fired: u64,
 }
 
-/// Kill counters by point name, in the order of `KillPoint::ALL`'s names.
+/// The key of suspensions at scheduling points of `kind` in `kills`.
+pub const SUSPENDED_PREFIX: &str = "suspended.";
+
+/// Kill counters by point name, in the order of `KillPoint::ALL`'s names;
+/// with `[preempt]`, suspensions by kind of point as `suspended.KIND`.
 pub fn kills(counters: &KillCounters) -> BTreeMap<String, KillCount> {
-    KillPoint::ALL
-        .into_iter()
-        .map(|point| {
-            (
-                point.name().to_string(),
-                KillCount {
-                    reached: counters.reached[point.index()],
-                    fired: counters.fired[point.index()],
-                },
-            )
-        })
-        .collect()
+    let points = KillPoint::ALL.into_iter().map(|point| {
+        (
+            point.name().to_string(),
+            KillCount {
+                reached: counters.reached[point.index()],
+                fired: counters.fired[point.index()],
+            },
+        )
+    });
+    let suspended = counters.suspended.iter().map(|(kind, (reached, fired))| {
+        (
+            format!("{SUSPENDED_PREFIX}{kind}"),
+            KillCount {
+                reached: *reached,
+                fired: *fired,
+            },
+        )
+    });
+    points.chain(suspended).collect()
 }
 
 /// One seed, as a JSON line of `run --format json`.

@@ -66,7 +66,7 @@ macro_rules! builtin {
 }
 
 /// Every built-in scenario: the scenarios first, then the demonstrations.
-pub const BUILTINS: [Builtin; 12] = [
+pub const BUILTINS: [Builtin; 13] = [
     builtin!("smoke", Kind::Scenario),
     builtin!("contention", Kind::Scenario),
     builtin!("crash_storm", Kind::Scenario),
@@ -77,6 +77,7 @@ pub const BUILTINS: [Builtin; 12] = [
     builtin!("leases", Kind::Scenario),
     builtin!("retries", Kind::Scenario),
     builtin!("clocks", Kind::Scenario),
+    builtin!("interleave", Kind::Scenario),
     builtin!("demonstrations/ghost_effect", Kind::Demonstration),
     builtin!("demonstrations/short_retention", Kind::Demonstration),
 ];

@@ -13,6 +13,7 @@ mod error;
 mod leases;
 mod loaded;
 mod locate;
+mod preempt;
 mod retries;
 mod skew;
 mod validate;
@@ -25,6 +26,7 @@ pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
+pub use preempt::{POINT_NAMES, Preempt, PreemptPoint};
 pub use retries::{Horizon, Receivers, Retries, horizon};
 pub use skew::SkewFaults;
 pub use validate::Rejection;
@@ -65,6 +67,10 @@ pub struct Scenario {
     /// The receivers' de-duplication retention (kept forever unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receivers: Option<Receivers>,
+    /// Suspensions inside the store's own calls, at SQLite's locks, syncs
+    /// and busy waits (off unless written; `preempt.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<Preempt>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -313,6 +319,7 @@ impl Default for Scenario {
             leases: None,
             retries: None,
             receivers: None,
+            preempt: None,
         }
     }
 }

@@ -29,6 +29,7 @@ mod lifecycle;
 mod network;
 mod output;
 mod pause;
+mod preempt;
 mod retryable;
 mod settle;
 mod shared_vfs;
@@ -92,6 +93,8 @@ pub struct Simulator<'a> {
     /// which its processes' SQLite (with crashsim's extension loaded) reads
     /// the simulated clock.
     outside_clock: Option<CrashVfs>,
+    /// Suspensions inside the store's calls, when the scenario has them.
+    preemption: Option<preempt::Preemption>,
     recoveries: Vec<Recovery>,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
@@ -212,8 +215,16 @@ impl<'a> Simulator<'a> {
                 .or(outside_clock)
                 .and_then(|vfs| vfs.shared_dir()),
         };
+        let preemption = preempt::setup(
+            scenario,
+            implementation,
+            power.as_ref().map(|power| power.vfs).or(outside_clock),
+        )?;
         let mut system = implementation.system(&config).map_err(SimError::Setup)?;
         let observer = system.open_observer().map_err(SimError::Setup)?;
+        if let Some(preemption) = &preemption {
+            preemption.loaded(implementation)?;
+        }
         if let Some(power) = &power {
             shared_vfs::loaded(power, implementation)?;
             shared_vfs::default_applied(power, implementation)?;
@@ -251,6 +262,8 @@ impl<'a> Simulator<'a> {
                 offset: 0,
                 skew_steps: 0,
                 skews: Prng::derive(seed, &format!("{id}/skew")),
+                preempts: Prng::derive(seed, &format!("{id}/preempt")),
+                parked: false,
             })
             .collect();
 
@@ -273,6 +286,7 @@ impl<'a> Simulator<'a> {
             skew: skew::skews(scenario.faults.skew, &source),
             clock_vfs,
             outside_clock,
+            preemption,
             recoveries: Vec::new(),
             fault_points: None,
             fatal: None,
@@ -365,6 +379,7 @@ impl<'a> Simulator<'a> {
             true => None,
             false => budget_ended.and_then(|ended| self.inconclusive(ended)),
         };
+        self.count_suspensions();
         // Closing every connection rolls back what is open and checkpoints the WAL.
         self.observer = None;
         self.slots.clear();
@@ -461,14 +476,24 @@ impl<'a> Simulator<'a> {
     fn life_step(&mut self, slot: usize) -> Option<Next> {
         Some(match self.slots[slot].life {
             Life::Down => return None,
-            Life::Booting => self.boot(slot),
+            Life::Booting => {
+                // A new connection that waits for a lock a suspended call
+                // holds yields too; the boot is then retried as a busy one.
+                self.arm_preempt_waits();
+                let next = self.boot(slot);
+                self.disarm_preempt();
+                next
+            }
             Life::Up(_) => {
                 if self.phase == Phase::Faults
                     && let Some(power) = &mut self.power
                 {
                     power.draw(self.plan.power_loss);
                 }
-                self.actor_step(slot)
+                self.arm_preempt(slot);
+                let next = self.actor_step(slot);
+                self.disarm_preempt();
+                next
             }
         })
     }
@@ -478,7 +503,9 @@ impl<'a> Simulator<'a> {
         if next != Next::Busy {
             self.slots[slot].busy_streak = 0;
         }
+        self.slots[slot].parked = false;
         match next {
+            Next::Preempted => self.preempted(slot),
             Next::Busy => {
                 let entry = &mut self.slots[slot];
                 let cap = self.scenario.timing.busy_backoff_ticks_max;

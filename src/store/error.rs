@@ -17,6 +17,12 @@ pub enum StoreError {
     /// then is the transaction's real outcome.
     #[error("queued for a group commit: ask again")]
     Pending,
+    /// The call is parked inside the store's SQLite, at the scheduling
+    /// point named (`preempt`: another connection runs meanwhile). Ask
+    /// again with the same arguments: the call goes on where it stopped,
+    /// and that answer is its real outcome.
+    #[error("preempted at {0}: ask again")]
+    Preempted(String),
     /// Bad input to the operation (for example an unknown command kind).
     #[error("{0}")]
     Invalid(String),
@@ -70,6 +76,7 @@ impl StoreError {
             },
             StoreError::Busy => StoreError::Busy,
             StoreError::Pending => StoreError::Pending,
+            StoreError::Preempted(point) => StoreError::Preempted(point.clone()),
             StoreError::Invalid(message) => StoreError::Invalid(message.clone()),
             StoreError::Failed(message) => StoreError::Failed(message.clone()),
             StoreError::Died(message) => StoreError::Died(message.clone()),

@@ -275,6 +275,14 @@ pub enum Op {
     Queued {
         step: String,
     },
+    /// The step's call was suspended inside the store's SQLite at `point`
+    /// (`[preempt]`): other actors run, then the actor asks again and the
+    /// call goes on where it stopped. Until then it may have done anything
+    /// its statements so far do (a commit included).
+    Preempted {
+        step: String,
+        point: String,
+    },
     /// The step failed for another reason.
     Failed {
         step: String,

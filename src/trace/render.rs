@@ -235,6 +235,7 @@ pub fn describe(op: &Op) -> String {
         ),
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
+        Op::Preempted { step, point } => format!("{step}: preempted at {point}, other actors run"),
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
         Op::Died { step, cause } => format!("{step} STORE DIED: {cause}"),
         Op::RetryScheduled {

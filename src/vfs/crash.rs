@@ -114,6 +114,7 @@ impl CrashVfs {
             inner_is_unix,
             randomness: None,
             may_kill: false,
+            park_dir: None,
         };
         let registered = shim::register(name, Box::new(hooks))?;
         Ok(CrashVfs {
@@ -159,6 +160,26 @@ impl CrashVfs {
             inner_is_unix: shim::default_vfs_name().starts_with("unix"),
             shared: Some(Box::leak(dir.to_path_buf().into_boxed_path())),
         })
+    }
+
+    /// Turns suspensions inside the store's calls on, at the points of
+    /// `kinds` (`crashsim_vfs::preempt`): lays out the FIFO parked
+    /// processes write to, in the shared state directory. Only a shared
+    /// VFS (an outside store's processes) can suspend a call.
+    pub fn enable_preempt(&self, kinds: &[crashsim_vfs::preempt::Kind]) -> std::io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(dir) = self.shared else {
+            return Err(std::io::Error::other("no shared state directory"));
+        };
+        let path = dir.join(crashsim_vfs::preempt::FIFO_FILE);
+        let _ = std::fs::remove_file(&path);
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.control.enable_preempt(kinds);
+        Ok(())
     }
 
     pub fn name(&self) -> &'static str {

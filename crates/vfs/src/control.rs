@@ -13,7 +13,7 @@ use std::ffi::c_void;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 /// "crashvf1": a region crashsim laid out, of this layout.
 const MAGIC: u64 = u64::from_le_bytes(*b"crashvf1");
@@ -72,6 +72,32 @@ pub struct Control {
     /// Rollback journals deleted without syncing their directory (what
     /// `synchronous=EXTRA` adds to FULL in rollback-journal mode).
     pub journal_deletes_unsynced: AtomicU64,
+    /// Preemption (`preempt`): `preempt::ON` and the bits of the kinds of
+    /// point a park may be armed at, or 0.
+    pub preempt: AtomicU64,
+    /// 1 while an actor's step runs: the only time a process may park.
+    pub preempt_live: AtomicU64,
+    /// Scheduling points of the enabled kinds so far, across processes.
+    pub sched_points: AtomicU64,
+    /// The scheduling point a process parks at (from 1), or 0: none armed.
+    pub preempt_at: AtomicU64,
+    /// Per kind (`preempt::Kind`): scheduling points reached while live.
+    pub reached: [AtomicU64; 5],
+    /// Per kind: parks.
+    pub parks: [AtomicU64; 5],
+    /// Parks so far: the last one's ticket.
+    pub park_seq: AtomicU64,
+    /// The last park: its ticket, its kind's index and its detail.
+    pub park_ticket: AtomicU64,
+    pub park_kind: AtomicU64,
+    pub park_detail: AtomicU64,
+    /// Calls parked right now, as crashsim counts them (it resumes and
+    /// kills them): a failed lock attempt yields only while one is.
+    pub parked_now: AtomicU64,
+    /// The ticket (its low 32 bits) of the parked process that may go on:
+    /// the futex word parked processes wait on.
+    pub resume: AtomicU32,
+    _pad: AtomicU32,
 }
 
 /// The region's size on disk: room to grow without a new layout.

@@ -20,6 +20,7 @@ use crate::control::{Control, Point};
 use crate::disk::{Model, State};
 use crate::ffi;
 use crate::log::{self, Event};
+use crate::preempt::{At, Kind, file_role};
 use crate::shim::{File, Hooks};
 
 /// Milliseconds since the Julian epoch of 2026-01-01T00:00:00Z: where the
@@ -45,6 +46,10 @@ pub struct CrashHooks {
     /// Whether this process dies at an armed kill point (an adapter's
     /// process, never crashsim's).
     pub may_kill: bool,
+    /// Where this process tells crashsim it parked (the state directory),
+    /// if it may park at a scheduling point (`preempt`): a store's process,
+    /// never crashsim's.
+    pub park_dir: Option<std::path::PathBuf>,
 }
 
 impl CrashHooks {
@@ -59,6 +64,15 @@ impl CrashHooks {
                     self.control.log_errors.fetch_add(1, Ordering::AcqRel);
                 }
             }
+        }
+    }
+
+    /// A scheduling point: parks here if it is the armed one, or a wait.
+    fn schedule(&self, at: At) {
+        if let Some(dir) = &self.park_dir
+            && self.control.reach(at)
+        {
+            self.control.park(at, dir);
         }
     }
 
@@ -117,7 +131,48 @@ impl Hooks for CrashHooks {
         if file.path.is_none() {
             return Ok(());
         }
+        self.schedule(At::sync(file_role(file.path)));
         self.point(ffi::SQLITE_IOERR_FSYNC)
+    }
+
+    fn lock(&self, file: &File<'_>, level: c_int) {
+        self.schedule(At::lock(Kind::Lock, level, file_role(file.path)));
+    }
+
+    fn lock_busy(&self, file: &File<'_>, level: c_int) {
+        let at = At::busy(Some(level), file_role(file.path));
+        if let Some(dir) = &self.park_dir
+            && self.control.lock_refused(at)
+        {
+            self.control.park(at, dir);
+        }
+    }
+
+    fn shm_lock_busy(&self, offset: c_int, n: c_int, flags: c_int) {
+        let at = At::shm_busy(offset, n, flags);
+        if let Some(dir) = &self.park_dir
+            && self.control.lock_refused(at)
+        {
+            self.control.park(at, dir);
+        }
+    }
+
+    fn unlock(&self, file: &File<'_>, level: c_int) {
+        self.schedule(At::lock(Kind::Unlock, level, file_role(file.path)));
+    }
+
+    fn shm_lock(&self, offset: c_int, n: c_int, flags: c_int) {
+        self.schedule(At::shm(offset, n, flags));
+    }
+
+    /// While preemption is live a busy wait parks instead of sleeping: the
+    /// lock's holder runs in the meantime, and the wait costs no wall time.
+    fn sleep(&self, microseconds: c_int) -> Option<c_int> {
+        if self.park_dir.is_none() || !self.control.preempt_live() {
+            return None;
+        }
+        self.schedule(At::busy(None, 0));
+        Some(microseconds)
     }
 
     fn synced(&self, file: &File<'_>, _flags: c_int) {

@@ -76,6 +76,7 @@ pub fn register_logging(
         inner_is_unix: shim::default_vfs_name(&api).starts_with("unix"),
         randomness,
         may_kill: store,
+        park_dir: store.then(|| dir.to_path_buf()),
     };
     let registered = shim::register(api, name, Box::new(hooks), store).map_err(|error| error.to_string())?;
     Ok((control, registered))

@@ -107,6 +107,7 @@ pub struct ConnectionApi {
 }
 
 pub const SQLITE_OK: c_int = 0;
+pub const SQLITE_BUSY: c_int = 5;
 pub const SQLITE_ERROR: c_int = 1;
 pub const SQLITE_IOERR: c_int = 10;
 pub const SQLITE_NOTFOUND: c_int = 12;

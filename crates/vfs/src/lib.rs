@@ -13,6 +13,8 @@
 //!   cut, the clock), in memory or mapped from a file across processes.
 //! - `log`: the change log a crash VFS in another process writes.
 //! - `crash`: the crash VFS's hooks over those.
+//! - `preempt`: scheduling points inside SQLite, and parking a store's
+//!   process at one until crashsim lets it go on.
 //! - `extension`: the loadable extension's entry point.
 
 pub mod control;
@@ -22,4 +24,5 @@ pub mod extension;
 pub mod ffi;
 pub mod log;
 pub mod memory;
+pub mod preempt;
 pub mod shim;

@@ -31,24 +31,36 @@ pub(super) fn on_retryable(ctx: &mut Ctx<'_>, delivery: &mut Delivery, outcome: 
         delivery.attempt += 1;
         delivery.stage = Stage::Send;
     } else {
-        delivery.stage = Stage::Schedule { error };
+        delivery.stage = Stage::Schedule { error, jitter: None };
     }
     (Next::Continue, false)
 }
 
 /// Stores the timer (or the dead letter) of the delivery's row; the
 /// delivery is over either way.
-pub(super) fn schedule(ctx: &mut Ctx<'_>, store: &mut dyn Store, delivery: &Delivery, error: &str) -> (Next, bool) {
+pub(super) fn schedule(ctx: &mut Ctx<'_>, store: &mut dyn Store, delivery: &mut Delivery) -> (Next, bool) {
+    let Stage::Schedule { error, jitter: pinned } = &mut delivery.stage else {
+        unreachable!("called at the schedule stage only")
+    };
+    let error = error.clone();
     let policy = ctx.world.retries.expect("scheduled only with [retries]");
-    let jitter = ctx.prng.range_inclusive(0, JITTER_PERMILLE_MAX);
+    let jitter = match pinned.take() {
+        Some(jitter) => jitter,
+        None => ctx.prng.range_inclusive(0, JITTER_PERMILLE_MAX),
+    };
     let command_id = delivery.row.command_id.clone();
     let token = delivery.lease.map(|lease| lease.token);
-    let stored = store.schedule_retry(&command_id, token, error, &policy, jitter);
+    let stored = store.schedule_retry(&command_id, token, &error, &policy, jitter);
     let retried = match retry_or_crash(ctx, "schedule_retry", stored) {
         Ok(retried) => retried,
+        Err(Next::Preempted) => {
+            if let Stage::Schedule { jitter: pinned, .. } = &mut delivery.stage {
+                *pinned = Some(jitter);
+            }
+            return (Next::Preempted, false);
+        }
         Err(next) => return (next, false),
     };
-    let error = error.to_string();
     ctx.record(match retried {
         None => Op::RetryUnchanged {
             command_id,

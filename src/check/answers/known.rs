@@ -25,6 +25,7 @@ use crate::trace::{Op, TraceEvent};
 pub type Place = (String, u64, String);
 
 /// A writer's append in progress, as far as the trace shows it.
+#[derive(Clone)]
 struct Open {
     workflow_id: String,
     seq: u64,
@@ -43,7 +44,7 @@ enum Stage {
 }
 
 /// The state the trace fixes, updated event by event.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Known {
     /// Committed events by workflow: seq to (kind, tick committed).
     pub committed: BTreeMap<String, BTreeMap<u64, (String, u64)>>,
@@ -90,6 +91,20 @@ impl Known {
                 if let Some(open) = self.open.get_mut(&actor) {
                     open.seq = *seq;
                     open.stage = Stage::Inserted;
+                }
+            }
+            // A call suspended inside the store may land any time from
+            // now, as a queued one: a writer's append or commit, a mark.
+            Op::Preempted { step, .. } if actor.role == Role::Worker && step.starts_with("mark_done") => {
+                let batch = self.batches.get(&actor).cloned().unwrap_or_default();
+                self.touched.extend(batch);
+            }
+            Op::Preempted { step, .. } if matches!(step.as_str(), "append" | "commit") => {
+                if let Some(open) = self.open.get_mut(&actor)
+                    && open.stage != Stage::Queued
+                {
+                    open.stage = Stage::Queued;
+                    self.maybe.insert(place(open));
                 }
             }
             Op::Queued { .. } if actor.role == Role::Worker => {
@@ -244,6 +259,31 @@ impl Known {
     }
 
     /// The writer whose open transaction wrote `place`, if one does now.
+    /// What a read may answer when its call began at `start` and answered
+    /// at `self` (a call suspended inside the store, `[preempt]`): its
+    /// snapshot is from some moment between. What was certain at `start`
+    /// must show; what committed or was marked in between may or may not;
+    /// what never committed by the end must not.
+    pub fn widened(start: &Known, end: &Known) -> Known {
+        let mut maybe: BTreeSet<Place> = start.maybe.union(&end.maybe).cloned().collect();
+        for (workflow_id, events) in &end.committed {
+            let before = start.committed.get(workflow_id);
+            for (seq, (kind, _)) in events {
+                if before.is_none_or(|before| !before.contains_key(seq)) {
+                    maybe.insert((workflow_id.clone(), *seq, kind.clone()));
+                }
+            }
+        }
+        Known {
+            committed: start.committed.clone(),
+            maybe,
+            rows: start.rows.clone(),
+            marked: start.marked.clone(),
+            touched: start.touched.union(&end.touched).cloned().collect(),
+            ..end.clone()
+        }
+    }
+
     pub fn writing(&self, place: &Place) -> Option<ActorId> {
         self.open
             .iter()

@@ -43,39 +43,60 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     let mut known = Known::default();
     let mut recoveries = input.recoveries.iter();
     let mut found = Found::default();
+    // What was known when each actor's call was first suspended inside the
+    // store (`[preempt]`), until the actor's next event answers it.
+    let mut suspended: BTreeMap<crate::actors::ActorId, Known> = BTreeMap::new();
     for event in input.events {
         if known.blind {
             break;
         }
-        match &event.op {
-            Op::Load {
-                workflow_id, events, ..
-            } => {
-                if let Some(violation) = judge_load(&known, workflow_id, events) {
-                    found.note(format!("load {workflow_id}"), violation.ticks([event.tick]), event);
-                }
-            }
-            Op::Awaiting { command_id, done } => {
-                if let Some(violation) = judge_awaiting(&known, command_id, *done) {
-                    let workflow = crate::model::workflow_of(command_id).to_string();
-                    found.note(format!("commands {workflow}"), violation.ticks([event.tick]), event);
-                }
-            }
-            Op::Heads { heads, .. } => {
-                if let Some(violation) = heads::judge_heads(&known, heads) {
-                    found.note("heads".to_string(), violation.ticks([event.tick]), event);
-                }
-            }
-            Op::Pending { limit, command_ids } => {
-                if let Some(violation) = judge_pending(&known, *limit, command_ids) {
-                    found.note("pending".to_string(), violation.ticks([event.tick]), event);
-                }
-            }
-            _ => {}
+        if let Op::Preempted { .. } = event.op {
+            suspended.entry(event.actor).or_insert_with(|| known.clone());
+            known.observe(event, &mut recoveries);
+            continue;
+        }
+        let began = match event.op {
+            // Recorded at a step's start, before its call is asked again.
+            Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
+            _ => suspended.remove(&event.actor),
+        };
+        match began {
+            Some(start) => judge(&Known::widened(&start, &known), event, &mut found),
+            None => judge(&known, event, &mut found),
         }
         known.observe(event, &mut recoveries);
     }
     found.into_violations()
+}
+
+/// One answer against what the trace fixes.
+fn judge(known: &Known, event: &crate::trace::TraceEvent, found: &mut Found) {
+    match &event.op {
+        Op::Load {
+            workflow_id, events, ..
+        } => {
+            if let Some(violation) = judge_load(known, workflow_id, events) {
+                found.note(format!("load {workflow_id}"), violation.ticks([event.tick]), event);
+            }
+        }
+        Op::Awaiting { command_id, done } => {
+            if let Some(violation) = judge_awaiting(known, command_id, *done) {
+                let workflow = crate::model::workflow_of(command_id).to_string();
+                found.note(format!("commands {workflow}"), violation.ticks([event.tick]), event);
+            }
+        }
+        Op::Heads { heads, .. } => {
+            if let Some(violation) = heads::judge_heads(known, heads) {
+                found.note("heads".to_string(), violation.ticks([event.tick]), event);
+            }
+        }
+        Op::Pending { limit, command_ids } => {
+            if let Some(violation) = judge_pending(known, *limit, command_ids) {
+                found.note("pending".to_string(), violation.ticks([event.tick]), event);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The first wrong answer of each family, and how many followed.

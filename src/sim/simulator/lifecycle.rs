@@ -27,7 +27,9 @@ impl Simulator<'_> {
                 let synchronous = actor.synchronous();
                 self.booted(slot, actor, synchronous)
             }
-            Err(StoreError::Busy) => self.boot_busy(id),
+            // The open waited for a lock a suspended call holds: its
+            // process is gone with the failed open; try again later.
+            Err(StoreError::Busy | StoreError::Preempted(_)) => self.boot_busy(id),
             Err(StoreError::Broken(message)) => Next::Abort(message),
             Err(StoreError::Died(cause)) => {
                 self.record(

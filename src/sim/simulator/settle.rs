@@ -54,10 +54,11 @@ impl Simulator<'_> {
         if self.in_flight > 0 {
             return false;
         }
-        let busy = self.slots.iter().any(|slot| match &slot.life {
-            Life::Up(actor) => !actor.is_idle(),
-            Life::Booting | Life::Down => false,
-        });
+        let busy = self.slots.iter().any(|slot| slot.parked)
+            || self.slots.iter().any(|slot| match &slot.life {
+                Life::Up(actor) => !actor.is_idle(),
+                Life::Booting | Life::Down => false,
+            });
         if busy {
             return false;
         }

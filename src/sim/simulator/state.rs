@@ -60,4 +60,8 @@ pub(super) struct Slot {
     pub(super) skew_steps: u64,
     /// Its skew and clock-step draws.
     pub(super) skews: Prng,
+    /// Where its calls are suspended, and for how long (`[preempt]`).
+    pub(super) preempts: Prng,
+    /// Its last step's call is parked inside the store's SQLite.
+    pub(super) parked: bool,
 }

@@ -51,6 +51,32 @@ pub trait Hooks: Send + Sync + 'static {
     fn deleted(&self, path: &str, sync_dir: bool) {
         let _ = (path, sync_dir);
     }
+    /// Before `xLock` to `level` (a scheduling point: may park).
+    fn lock(&self, file: &File<'_>, level: c_int) {
+        let _ = (file, level);
+    }
+    /// `xLock` to `level` was answered `SQLITE_BUSY` (a wait for a lock).
+    fn lock_busy(&self, file: &File<'_>, level: c_int) {
+        let _ = (file, level);
+    }
+    /// Before `xUnlock` to `level`.
+    fn unlock(&self, file: &File<'_>, level: c_int) {
+        let _ = (file, level);
+    }
+    /// `xShmLock(offset, n, flags)` was answered `SQLITE_BUSY`.
+    fn shm_lock_busy(&self, offset: c_int, n: c_int, flags: c_int) {
+        let _ = (offset, n, flags);
+    }
+    /// Before `xShmLock(offset, n, flags)`.
+    fn shm_lock(&self, offset: c_int, n: c_int, flags: c_int) {
+        let _ = (offset, n, flags);
+    }
+    /// `xSleep` for `microseconds`: `Some(answer)` answers it without
+    /// sleeping; `None` sleeps in the inner VFS.
+    fn sleep(&self, microseconds: c_int) -> Option<c_int> {
+        let _ = microseconds;
+        None
+    }
     /// What the file claims about the device, given what the inner file claims.
     fn device_characteristics(&self, inner: c_int) -> c_int {
         inner

@@ -33,10 +33,15 @@ pub(super) unsafe extern "C" fn x_shm_lock(
 ) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
-        methods
+        let (this, inner, methods) = parts(file);
+        this.hooks().shm_lock(offset, n, flags);
+        let rc = methods
             .xShmLock
-            .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags))
+            .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags));
+        if rc == ffi::SQLITE_BUSY {
+            this.hooks().shm_lock_busy(offset, n, flags);
+        }
+        rc
     }
 }
 

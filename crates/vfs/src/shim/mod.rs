@@ -14,7 +14,9 @@
 //! forwarding methods with the inner file's own `iVersion` (so SQLite never
 //! believes we support more than the inner file does: shared memory for WAL,
 //! memory mapping). Locks, shared memory, reads and file controls go straight
-//! through, which is why real locking and the real WAL index keep working.
+//! through, which is why real locking and the real WAL index keep working;
+//! the hooks only see the lock calls (`Hooks::lock`, …), where a store's
+//! process may park (`preempt`).
 //!
 //! With `Hooks::images` (the clock VFS of in-process runs), the bytes of
 //! databases, WALs and journals live in memory instead (`vfs::memory`):
@@ -464,15 +466,21 @@ unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -
 unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
-        methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level))
+        let (this, inner, methods) = parts(file);
+        this.hooks().lock(&this.view(), level);
+        let rc = methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level));
+        if rc == ffi::SQLITE_BUSY {
+            this.hooks().lock_busy(&this.view(), level);
+        }
+        rc
     }
 }
 
 unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: see `parts`.
     unsafe {
-        let (_, inner, methods) = parts(file);
+        let (this, inner, methods) = parts(file);
+        this.hooks().unlock(&this.view(), level);
         methods
             .xUnlock
             .map_or(ffi::SQLITE_IOERR_UNLOCK, |unlock| unlock(inner, level))

@@ -139,6 +139,9 @@ pub(super) unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c
 pub(super) unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, microseconds: c_int) -> c_int {
     // SAFETY: see `registered`.
     unsafe {
+        if let Some(answer) = registered(vfs).hooks.sleep(microseconds) {
+            return answer;
+        }
         let (inner, methods) = inner_vfs(vfs);
         methods.xSleep.map_or(0, |sleep| sleep(inner, microseconds))
     }

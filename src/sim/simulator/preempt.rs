@@ -1,0 +1,143 @@
+//! Suspensions inside the store's own calls (`[preempt]`): before each
+//! actor step the simulator arms the scheduling point at which the step's
+//! call parks (drawn from the actor's own preemption stream, in the fault
+//! phase), and after it disarms it. A step whose call parked answers
+//! `Next::Preempted`; the actor waits 1..=`hold_ticks_max` ticks while the
+//! others run, then asks the same call again, which goes on where it
+//! stopped (`adapter::rendezvous`).
+//!
+//! In the quiet phase nothing is armed, but preemption stays live: a wait
+//! for a lock still parks, so a call suspended in the fault phase that
+//! holds a lock is resumed before anyone starves waiting for it.
+
+use std::sync::atomic::Ordering;
+
+use super::state::Phase;
+use super::{SimError, Simulator};
+use crate::ratio::Ratio;
+use crate::scenario::{Preempt, Scenario};
+use crate::store::Implementation;
+use crate::vfs::CrashVfs;
+
+/// How many scheduling points an arming looks ahead, at most: past them
+/// the step's call is not suspended.
+const LOOKAHEAD: u64 = 4_096;
+
+/// A run's preemption: the shared control region and the scenario's section.
+pub(super) struct Preemption {
+    control: &'static crashsim_vfs::control::Control,
+    rate: Ratio,
+    hold_ticks_max: u64,
+}
+
+/// Turns preemption on for a run that asks for it, before any process
+/// starts: only a store in processes of its own can be suspended inside a
+/// call, so anything else is refused (exit code 2), never run without it.
+pub(super) fn setup(
+    scenario: &Scenario,
+    implementation: &dyn Implementation,
+    vfs: Option<CrashVfs>,
+) -> Result<Option<Preemption>, SimError> {
+    let Some(Preempt {
+        rate,
+        points,
+        hold_ticks_max,
+    }) = scenario.preempt.clone()
+    else {
+        return Ok(None);
+    };
+    let unsupported = |why: String| SimError::Unsupported(format!("the store `{}`", implementation.description()), why);
+    let Some(vfs) = vfs.filter(|vfs| vfs.shared_dir().is_some()) else {
+        return Err(unsupported(
+            "[preempt]: a call is suspended inside the store's own SQLite by parking the \
+             connection's process, so the store must run in processes of its own: an outside \
+             store (--sut), or a built-in one, which the crashsim command serves one process per \
+             connection (a store given to the library API in-process cannot be suspended; \
+             group_commit shares one committer between connections)"
+                .to_string(),
+        ));
+    };
+    vfs.enable_preempt(&points)
+        .map_err(|error| SimError::Environment(format!("laying out the preemption FIFO: {error}")))?;
+    Ok(Some(Preemption {
+        control: vfs.control(),
+        rate,
+        hold_ticks_max,
+    }))
+}
+
+impl Preemption {
+    /// After the set-up: evidence that the store's SQLite runs through
+    /// crashsim's VFS extension, without which nothing can be suspended.
+    pub(super) fn loaded(&self, implementation: &dyn Implementation) -> Result<(), SimError> {
+        if self.control.loads.load(Ordering::Acquire) > 0 {
+            return Ok(());
+        }
+        Err(SimError::Unsupported(
+            format!("the adapter `{}`", implementation.description()),
+            "[preempt]: none of its processes loaded crashsim's VFS extension into its SQLite, so no \
+             call of it can be suspended (docs/adapter-protocol.md, \"Power loss\", says how an \
+             adapter loads it; its stderr says why it could not)"
+                .to_string(),
+        ))
+    }
+}
+
+impl Simulator<'_> {
+    /// Before actor `slot`'s step: arms where its call parks (in faults).
+    pub(super) fn arm_preempt(&mut self, slot: usize) {
+        let Some(preemption) = &self.preemption else {
+            return;
+        };
+        let offset = match self.phase {
+            Phase::Faults if !preemption.rate.is_zero() => {
+                let prng = &mut self.slots[slot].preempts;
+                (1..=LOOKAHEAD).find(|_| prng.chance(preemption.rate))
+            }
+            _ => None,
+        };
+        preemption.control.arm_preempt(offset);
+    }
+
+    /// Before a boot: nothing is armed, but a wait for a lock parks.
+    pub(super) fn arm_preempt_waits(&self) {
+        if let Some(preemption) = &self.preemption {
+            preemption.control.arm_preempt(None);
+        }
+    }
+
+    /// After the step: nothing parks between steps.
+    pub(super) fn disarm_preempt(&self) {
+        if let Some(preemption) = &self.preemption {
+            preemption.control.disarm_preempt();
+        }
+    }
+
+    /// The step's call parked: the actor asks again after a hold.
+    pub(super) fn preempted(&mut self, slot: usize) {
+        let max = self
+            .preemption
+            .as_ref()
+            .map_or(1, |preemption| preemption.hold_ticks_max);
+        let entry = &mut self.slots[slot];
+        let hold = entry.preempts.range_inclusive(1, max);
+        entry.parked = true;
+        self.wake(slot, hold);
+    }
+
+    /// Scheduling points reached and calls suspended there, per kind of
+    /// point, into the run's counters (the coverage table).
+    pub(super) fn count_suspensions(&mut self) {
+        let Some(preemption) = &self.preemption else {
+            return;
+        };
+        let control = preemption.control;
+        for kind in crashsim_vfs::preempt::Kind::ALL {
+            let counts = (
+                control.reached[kind.index()].load(Ordering::Acquire),
+                control.parks[kind.index()].load(Ordering::Acquire),
+            );
+            self.kills.suspended.insert(kind.name().to_string(), counts);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Suspensions inside the store's own calls (`[preempt]`, docs/preemption.md):
+//!
+//! - the Python example at both granularities and the reference (served
+//!   one process per connection) pass `interleave`, and their calls were
+//!   really suspended (the trace says where);
+//! - the Python example's `lookup_outside_txn` and `head_outside_txn`, and
+//!   the `lookup_outside_txn` mutant, are caught at `call` granularity on
+//!   `interleave`, with their invariant, and not without suspensions;
+//! - the same seed gives the same trace hash twice, in every mode;
+//! - a `[preempt]` that names no such point, a store that cannot be
+//!   suspended, and an adapter whose SQLite does not load crashsim's VFS
+//!   extension are errors (exit code 2), never findings.
+//!
+//! The Python tests need Python 3; without it they print a note and pass,
+//! except in CI (`CI` set).
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{crashsim, load, python, root, stderr, stdout, work_dir};
+use crashsim::adapter::Adapter;
+use crashsim::check::Invariant;
+use crashsim::runner::{Options, SeedResult, Sut, run_seed};
+use crashsim::trace::Op;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn example(python: &str, granularity: &str, bug: &str) -> String {
+    let script = root().join("adapters/python/example_store.py");
+    let bug = match bug {
+        "" => String::new(),
+        bug => format!(" --bug {bug}"),
+    };
+    format!("{python} -S {} --granularity {granularity}{bug}", script.display())
+}
+
+fn serve(store: &str) -> String {
+    format!("{} serve {store}", env!("CARGO_BIN_EXE_crashsim"))
+}
+
+fn options(dir: &Path, command: &str) -> Options {
+    let adapter = Adapter::probe(command, TIMEOUT, true).expect("the adapter answers its handshake");
+    Options {
+        work_dir: dir.to_path_buf(),
+        keep_failed: false,
+        keep_traces: true,
+        sut: Sut::Adapter(Arc::new(adapter)),
+        check_determinism: false,
+        files: Default::default(),
+    }
+}
+
+fn seed(command: &str, scenario: &str, number: u64) -> SeedResult {
+    let dir = work_dir();
+    run_seed(&load(scenario), number, &options(dir.path(), command)).expect("the seed runs")
+}
+
+fn suspensions(result: &SeedResult) -> usize {
+    result
+        .events
+        .iter()
+        .flatten()
+        .filter(|event| matches!(event.op, Op::Preempted { .. }))
+        .count()
+}
+
+/// Seeds 0..`seeds` all pass, and calls were suspended in them.
+fn passes(command: &str, seeds: u64) {
+    let mut suspended = 0;
+    for number in 0..seeds {
+        let result = seed(command, "scenarios/interleave.toml", number);
+        assert!(result.ok, "{command}, seed {number}: {:#?}", result.violations);
+        suspended += suspensions(&result);
+    }
+    assert!(suspended > seeds as usize, "{command}: only {suspended} suspensions");
+}
+
+/// The first of seeds 0..20 that fails names `invariant`.
+fn caught(command: &str, invariant: Invariant) {
+    for number in 0..20 {
+        let result = seed(command, "scenarios/interleave.toml", number);
+        if !result.ok {
+            assert!(
+                result
+                    .violations
+                    .iter()
+                    .any(|violation| violation.invariant == invariant),
+                "{command}, seed {number}: {:#?}",
+                result.violations
+            );
+            return;
+        }
+    }
+    panic!("{command}: not caught in 20 seeds of interleave");
+}
+
+#[test]
+fn the_python_example_passes_with_its_calls_suspended_at_both_granularities() {
+    let Some(python) = python() else { return };
+    passes(&example(&python, "call", ""), 4);
+    passes(&example(&python, "step", ""), 4);
+}
+
+#[test]
+fn the_reference_passes_with_its_calls_suspended() {
+    passes(&serve("reference"), 6);
+}
+
+#[test]
+fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
+    let Some(python) = python() else { return };
+    let command = example(&python, "call", "lookup_outside_txn");
+    caught(&command, Invariant::I2);
+    // Without suspensions nothing comes between its lookup and its apply.
+    let dir = work_dir();
+    let mut quiet = load("scenarios/interleave.toml");
+    quiet.scenario.preempt = None;
+    for number in 0..3 {
+        let result = run_seed(&quiet, number, &options(dir.path(), &command)).expect("the seed runs");
+        assert!(result.ok, "seed {number}: {:#?}", result.violations);
+    }
+}
+
+#[test]
+fn a_head_read_before_begin_is_caught_at_call_granularity() {
+    let Some(python) = python() else { return };
+    caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
+}
+
+#[test]
+fn the_in_process_mutant_of_the_same_kind_is_caught() {
+    let output = crashsim(&[
+        "run",
+        "interleave",
+        "--mutant",
+        "lookup_outside_txn",
+        "--seeds",
+        "20",
+        "--fail-fast",
+        "--no-report",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("I2 one side effect per command_id"), "{text}");
+}
+
+/// The trace hash `replay` prints for seed 3 of `interleave` with `flags`.
+fn hash(flags: &[&str]) -> String {
+    let mut args = vec!["replay", "interleave", "--seed", "3", "--quiet"];
+    args.extend_from_slice(flags);
+    let output = crashsim(&args);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    text.lines()
+        .find_map(|line| line.split("trace hash ").nth(1))
+        .unwrap_or_else(|| panic!("no trace hash in {text}"))
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace_in_every_mode() {
+    let built_in = hash(&[]);
+    assert_eq!(built_in, hash(&[]), "twice in a row");
+    assert_eq!(built_in, hash(&["--mode", "process"]), "--mode process is what runs");
+    assert_eq!(built_in, hash(&["--mode", "process", "--sut-fork", "off"]));
+    let Some(python) = python() else { return };
+    let command = example(&python, "call", "");
+    let outside = hash(&["--sut", &command]);
+    assert_eq!(outside, hash(&["--sut", &command]), "the Python example, twice");
+    assert_eq!(outside, hash(&["--sut", &command, "--sut-fork", "off"]));
+}
+
+#[test]
+fn bad_preempt_sections_and_stores_that_cannot_be_suspended_are_errors() {
+    let dir = work_dir();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let unknown = write("unknown.toml", "[preempt]\nrate = \"1/4\"\npoints = [\"lok\"]\n");
+    let output = crashsim(&["run", &unknown, "--seeds", "1", "--no-report"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("unknown.toml") && message.contains("\"lok\""),
+        "{message}"
+    );
+    let rate = write("rate.toml", "[preempt]\nrate = \"5/4\"\n");
+    let output = crashsim(&["run", &rate, "--seeds", "1", "--no-report"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("rate"), "{message}");
+    let grouped = write("grouped.toml", "store = \"group_commit\"\n[preempt]\nrate = \"1/4\"\n");
+    let output = crashsim(&["run", &grouped, "--seeds", "1", "--no-report"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}{}", stdout(&output));
+    assert!(
+        message.contains("[preempt]") && !message.contains("panicked"),
+        "{message}"
+    );
+    let Some(python) = python() else { return };
+    let command = format!("env -u CRASHSIM_VFS_EXTENSION {}", example(&python, "call", ""));
+    let output = crashsim(&["run", "interleave", "--seeds", "1", "--no-report", "--sut", &command]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}{}", stdout(&output));
+    assert!(
+        message.contains("[preempt]") && message.contains("VFS extension"),
+        "{message}"
+    );
+}
