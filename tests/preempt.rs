@@ -78,8 +78,8 @@ fn passes(command: &str, seeds: u64) {
     assert!(suspended > seeds as usize, "{command}: only {suspended} suspensions");
 }
 
-/// The first of seeds 0..20 that fails names `invariant`.
-fn caught(command: &str, invariant: Invariant) {
+/// The first of seeds 0..20 that fails names `invariant`: its violations.
+fn caught(command: &str, invariant: Invariant) -> Vec<crashsim::check::Violation> {
     for number in 0..20 {
         let result = seed(command, "scenarios/interleave.toml", number);
         if !result.ok {
@@ -91,7 +91,7 @@ fn caught(command: &str, invariant: Invariant) {
                 "{command}, seed {number}: {:#?}",
                 result.violations
             );
-            return;
+            return result.violations;
         }
     }
     panic!("{command}: not caught in 20 seeds of interleave");
@@ -113,7 +113,14 @@ fn the_reference_passes_with_its_calls_suspended() {
 fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
     let Some(python) = python() else { return };
     let command = example(&python, "call", "lookup_outside_txn");
-    caught(&command, Invariant::I2);
+    let violations = caught(&command, Invariant::I2);
+    // The first line names the cause.
+    assert!(
+        violations
+            .iter()
+            .any(|violation| violation.message.contains("an interleaving inside the call")),
+        "{violations:#?}"
+    );
     // Without suspensions nothing comes between its lookup and its apply.
     let dir = work_dir();
     let mut quiet = load("scenarios/interleave.toml");
@@ -127,7 +134,7 @@ fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
 #[test]
 fn a_head_read_before_begin_is_caught_at_call_granularity() {
     let Some(python) = python() else { return };
-    caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
+    let _ = caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
 }
 
 #[test]

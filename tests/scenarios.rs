@@ -194,5 +194,5 @@ fn interleave() {
     let command = format!("{} serve reference", env!("CARGO_BIN_EXE_crashsim"));
     let adapter = crashsim::adapter::Adapter::probe(&command, std::time::Duration::from_secs(30), true)
         .expect("crashsim serve answers its handshake");
-    passes_on("interleave", None, 60, Sut::Adapter(std::sync::Arc::new(adapter)));
+    passes_on("interleave", None, 40, Sut::Adapter(std::sync::Arc::new(adapter)));
 }

@@ -285,7 +285,9 @@ class Store:
     def insert_event(self, workflow_id, expected_seq, kind, payload):
         conn = self.connection
         if "head_outside_txn" in BUGS:
-            return self.insert_event_late_begin(workflow_id, expected_seq, kind, payload)
+            return self.insert_event_late_begin(
+                workflow_id, expected_seq, kind, payload
+            )
         if "max_seq" in BUGS:
             (seq,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE workflow_id = ?",

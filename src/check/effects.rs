@@ -154,11 +154,16 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
                     None => format!("#{}", effect.effect_id),
                 })
                 .collect();
+            let cause = genuine
+                .iter()
+                .find_map(|effect| super::interleaving::apply_between(input.events, &effect.key))
+                .map(|cause| format!(": {cause}"))
+                .unwrap_or_default();
             violations.push(
                 Violation::new(
                     Invariant::I2,
                     format!(
-                        "{command_shown} ({}) took effect {} times: {}",
+                        "{command_shown} ({}) took effect {} times: {}{cause}",
                         row.kind,
                         genuine.len(),
                         list.join(", "),

@@ -46,6 +46,7 @@ pub mod coverage;
 mod durability;
 mod effects;
 mod history;
+mod interleaving;
 mod leases;
 mod liveness;
 mod replay;

@@ -116,11 +116,14 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
     let vfs = adapter.vfs();
     let extension = match (vfs.version_text(), &vfs.unavailable) {
         (Some(version), _) => {
-            format!("loaded by its SQLite {version}: power loss, the simulated clock and seeded randomness reach it")
+            format!(
+                "loaded by its SQLite {version}: power loss, the simulated clock, seeded randomness and \
+                 suspensions inside its calls ([preempt]) reach it"
+            )
         }
         (None, Some(why)) => format!("not offered: {why}"),
         (None, None) => format!(
-            "NOT loaded: scenarios with power loss stop with exit code 2, and its SQLite reads the \
+            "NOT loaded: scenarios with power loss or [preempt] stop with exit code 2, and its SQLite reads the \
              machine's clock (docs/adapter-protocol.md, \"Power loss\"; its stderr says why: {})",
             crate::vfs::extension::ENV_EXTENSION
         ),
