@@ -4,6 +4,8 @@
 //! - `protocol`: the messages, shared by both sides.
 //! - `process`: one adapter process: start, one request at a time with a
 //!   wall-clock limit, `SIGKILL`; what a misbehaving process means.
+//! - `lines`, `rendezvous`: an answer read, or word that the process
+//!   parked inside its SQLite (`[preempt]`), and resuming it.
 //! - `client`: the `Store` and `Receiver` traits as requests.
 //! - `system`: one run: a process per connection, set-up, the dump.
 //! - `serve`: the other side, for crashsim's own implementations
@@ -15,6 +17,7 @@
 
 mod client;
 pub mod fork;
+mod lines;
 mod process;
 pub mod protocol;
 mod rendezvous;
