@@ -102,10 +102,27 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // and sends are judged by the reading actor's own (skewed) clock.
     let mut offsets: BTreeMap<ActorId, i64> = BTreeMap::new();
     let mut cuts = input.recoveries.iter();
+    // The timers and the clock when each actor's call was first suspended
+    // inside the store (`[preempt]`): a read answered after a suspension
+    // may show the rows as they were when it began.
+    let mut suspended: BTreeMap<ActorId, (BTreeMap<&str, u64>, u64)> = BTreeMap::new();
     for event in input.events {
         let clock = event
             .tick
             .saturating_add_signed(offsets.get(&event.actor).copied().unwrap_or(0));
+        let began = match event.op {
+            Op::Preempted { .. } => {
+                suspended.entry(event.actor).or_insert_with(|| (timers.clone(), clock));
+                continue;
+            }
+            // Recorded at a step's start, before its call is asked again.
+            Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
+            _ => suspended.remove(&event.actor),
+        };
+        let (read_timers, read_clock) = match &began {
+            Some((timers, clock)) => (timers, *clock),
+            None => (&timers, clock),
+        };
         match &event.op {
             Op::Skew { offset } | Op::ClockStep { offset, .. } => {
                 offsets.insert(event.actor, *offset);
@@ -148,12 +165,12 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             }
             Op::Pending { command_ids, .. } => {
                 for command_id in command_ids {
-                    note_read(&timers, &mut early, event.actor, command_id, clock);
+                    note_read(read_timers, &mut early, event.actor, command_id, read_clock);
                 }
             }
             Op::Claim { claimed, .. } => {
                 for claim in claimed {
-                    note_read(&timers, &mut early, event.actor, &claim.command_id, clock);
+                    note_read(read_timers, &mut early, event.actor, &claim.command_id, read_clock);
                 }
             }
             Op::Send { command_id, .. } => {
@@ -316,6 +333,22 @@ mod tests {
         scheduled(&mut fixture, now + 100);
         read_and_send(&mut fixture);
         only(&fixture, &[I1]);
+    }
+
+    #[test]
+    fn a_read_suspended_before_the_timer_was_stored_may_show_the_row() {
+        // `[preempt]`: worker-1's `pending` began before the timer was
+        // stored, was suspended inside the store, and answered after it.
+        let mut fixture = clean();
+        let now = fixture.events.last().unwrap().tick;
+        let suspended = Op::Preempted {
+            step: "pending".into(),
+            point: "xShmLock READ1 shared unlock".into(),
+        };
+        fixture.push(ActorId::new(Role::Worker, 1), suspended);
+        scheduled(&mut fixture, now + 100);
+        read_and_send(&mut fixture);
+        only(&fixture, &[]);
     }
 
     #[test]
