@@ -247,3 +247,26 @@ fn a_stale_acknowledgement_that_counted_is_called_out() {
     assert!(page.contains("tick 160: ack by worker-1 with token 2 changed nothing (done already)"));
     assert!(page.contains("1 stale ack(s) counted"));
 }
+
+/// A call suspended inside SQLite (`[preempt]`) is a strip on its actor's
+/// lane from the suspension to the actor's next line, its point in the
+/// label and what came next in the tooltip; the legend names it.
+#[test]
+fn the_timeline_shows_a_suspended_call_as_a_span() {
+    let mut result = leased_result();
+    let events = result.events.as_mut().unwrap();
+    let suspended = Op::Preempted {
+        step: "mark_done".into(),
+        point: "xShmLock WRITE<".into(),
+    };
+    events.insert(8, at(156, worker(1), suspended));
+    let page = seed_page(&result, "crashsim replay leases --seed 7");
+    assert_eq!(page.matches("<g class=\"span suspended\">").count(), 1);
+    assert!(
+        page.contains("ticks 156–160: call suspended inside SQLite (others run)"),
+        "{page}"
+    );
+    assert!(page.contains("its mark_done suspended at xShmLock WRITE&lt; while other actors ran; then: "));
+    assert!(page.contains("</i>call suspended inside SQLite (others run)</span>"));
+    assert!(!page.contains("WRITE<"), "the point reaches the page escaped");
+}

@@ -196,6 +196,7 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::ProbeReply { .. }
         | Op::Dispatch { .. }
         | Op::Pause { .. }
+        | Op::Preempted { .. }
         | Op::Claim { .. }
         | Op::LeaseLost { .. }
         | Op::RetryScheduled { .. }

@@ -18,7 +18,9 @@
 //! (`span.rs`): a pause covers the lane for its ticks, a lease claim runs as
 //! a strip from the claim to its expiry with the claimed rows and their
 //! fencing tokens in the tooltip, a backoff as a strip along the floor from
-//! the failure to its timer's due tick; all ends stay unfolded. A late
+//! the failure to its timer's due tick, a call suspended inside SQLite
+//! (`[preempt]`) as a strip along the top from the suspension to the
+//! actor's next step, the point in its label; all ends stay unfolded. A late
 //! acknowledgement the store rejected, a dead letter, a receiver's de-dup
 //! purge and a clock step have marks of their own; a skewed clock's offset
 //! is a badge on its lane label (`clock.rs`). Marks and spans of optional
@@ -32,7 +34,7 @@
 //! so they stay in view.
 //!
 //! Files: this one (the lanes and marks of a page), `mark.rs` (what a step
-//! is drawn as), `span.rs` (what lasts: pauses, leases, backoffs),
+//! is drawn as), `span.rs` (what lasts: pauses, leases, backoffs, suspensions),
 //! `clock.rs` (clock offsets), `axis.rs` (ticks
 //! to x, folds), `draw.rs` (the parts).
 

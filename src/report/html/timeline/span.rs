@@ -30,16 +30,20 @@ pub(super) enum Kind {
     Lease,
     /// A failed delivery waits for its retry timer (`Op::RetryScheduled`).
     Backoff,
+    /// The actor's call is suspended inside the store's SQLite while
+    /// others run (`Op::Preempted`), until the actor asks it again.
+    Suspended,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 3] = [Kind::Pause, Kind::Lease, Kind::Backoff];
+    pub(super) const ALL: [Kind; 4] = [Kind::Pause, Kind::Lease, Kind::Backoff, Kind::Suspended];
 
     pub(super) fn class(self) -> &'static str {
         match self {
             Kind::Pause => "pause",
             Kind::Lease => "lease",
             Kind::Backoff => "backoff",
+            Kind::Suspended => "suspended",
         }
     }
 
@@ -48,6 +52,7 @@ impl Kind {
             Kind::Pause => "paused (connection and memory kept)",
             Kind::Lease => "lease held (claim → expiry)",
             Kind::Backoff => "retry backoff (failure → timer due)",
+            Kind::Suspended => "call suspended inside SQLite (others run)",
         }
     }
 
@@ -57,18 +62,20 @@ impl Kind {
             Kind::Pause => "rgba(251,188,4,.45)",
             Kind::Lease => "rgba(26,115,232,.25)",
             Kind::Backoff => "rgba(227,116,0,.35)",
+            Kind::Suspended => "rgba(142,36,170,.4)",
         }
     }
 
     /// Vertical placement in the lane, as (offset, height): a pause over
     /// the whole lane, a lease as a strip along its middle, a backoff as a
-    /// strip along its floor, so a pause inside a lease or a backoff shows
-    /// both.
+    /// strip along its floor, a suspension as a strip along its top, so a
+    /// pause inside a lease or a backoff shows both.
     fn band(self) -> (f64, f64) {
         match self {
             Kind::Pause => (0.0, LANE_PX),
             Kind::Lease => (LANE_PX / 2.0 - 3.0, 6.0),
             Kind::Backoff => (LANE_PX - 5.0, 5.0),
+            Kind::Suspended => (0.0, 5.0),
         }
     }
 }
@@ -143,7 +150,38 @@ pub(super) fn span(event: &TraceEvent) -> Option<Span> {
 
 /// Every span of the trace, in trace order.
 pub(super) fn spans(events: &[TraceEvent]) -> Vec<Span> {
-    events.iter().filter_map(span).collect()
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(index, event)| match &event.op {
+            Op::Preempted { step, point } => Some(suspension(events, index, step, point)),
+            _ => span(event),
+        })
+        .collect()
+}
+
+/// A call suspended at trace line `index`: it lasts until its actor's next
+/// line (the call asked again, or the actor killed), or the trace's end.
+fn suspension(events: &[TraceEvent], index: usize, step: &str, point: &str) -> Span {
+    let event = &events[index];
+    let next = events[index + 1..].iter().find(|next| next.actor == event.actor);
+    let last = events.last().map_or(event.tick, |last| last.tick);
+    let to = next.map_or(last, |next| next.tick).max(event.tick);
+    let detail = match next {
+        Some(next) => format!(
+            "its {step} suspended at {point} while other actors ran; then: {}",
+            super::mark::describe(&next.op)
+        ),
+        None => format!("its {step} suspended at {point} while other actors ran, to the end of the trace"),
+    };
+    Span {
+        kind: Kind::Suspended,
+        actor: event.actor,
+        from: event.tick,
+        to,
+        label: format!("⏯ {point}"),
+        detail,
+    }
 }
 
 /// Draws the spans (under the marks), pauses last so they sit over leases.
