@@ -132,6 +132,10 @@ pub struct FaultPlan {
     pub default_synchronous: Option<Synchronous>,
     /// True if `kill` was drawn by swarm mode for this seed.
     pub swarm: bool,
+    /// With `[preempt]` in a swarm: the suspensions this seed drew, as
+    /// `Preempt::describe` says them (`preempt=1/6@shm_lock+sync`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<String>,
 }
 
 /// The SQLite build's default `synchronous` for one seed: the scenario's
@@ -167,6 +171,7 @@ impl FaultPlan {
             payloads: Style::plain(),
             default_synchronous: None,
             swarm: false,
+            preempt: None,
         }
     }
 
@@ -239,6 +244,7 @@ impl FaultPlan {
         if let Some(level) = self.default_synchronous {
             parts.push(format!("default_synchronous={}", level.as_str()));
         }
+        parts.extend(self.preempt.clone());
         if parts.is_empty() {
             "no faults".to_string()
         } else {
@@ -265,8 +271,20 @@ pub struct KillCounters {
     /// point's silence was follows from them (`report::coverage`).
     pub armed: [BTreeMap<Ratio, u64>; KILL_POINTS],
     /// With `[preempt]`: per kind of scheduling point inside the store's
-    /// SQLite, (points reached while an actor's step ran, calls suspended there).
-    pub suspended: BTreeMap<String, (u64, u64)>,
+    /// SQLite, how often it was reached and calls were suspended there.
+    pub suspended: BTreeMap<String, SuspensionCount>,
+}
+
+/// One kind of scheduling point inside the store's SQLite, in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SuspensionCount {
+    /// Reached at all (boots and the quiet phase included).
+    pub reached: u64,
+    /// Reached inside an actor's step in the fault phase, where a
+    /// suspension could land (the coverage gate judges these).
+    pub armed: u64,
+    /// Calls suspended there (a busy wait always yields: those too).
+    pub fired: u64,
 }
 
 impl KillCounters {
@@ -278,10 +296,11 @@ impl KillCounters {
                 *self.armed[i].entry(*rate).or_default() += reaches;
             }
         }
-        for (kind, (reached, fired)) in &other.suspended {
+        for (kind, count) in &other.suspended {
             let total = self.suspended.entry(kind.clone()).or_default();
-            total.0 += reached;
-            total.1 += fired;
+            total.reached += count.reached;
+            total.armed += count.armed;
+            total.fired += count.fired;
         }
     }
 

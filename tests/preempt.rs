@@ -7,6 +7,9 @@
 //!   the `lookup_outside_txn` mutant, are caught at `call` granularity on
 //!   `interleave`, with their invariant, and not without suspensions;
 //! - the same seed gives the same trace hash twice, in every mode;
+//! - a swarm seed draws its own suspensions (or none), printed in its mix;
+//! - `--require-fired` fails a run that suspended nothing at its declared
+//!   points, and passes one that did;
 //! - a `[preempt]` that names no such point, a store that cannot be
 //!   suspended, and an adapter whose SQLite does not load crashsim's VFS
 //!   extension are errors (exit code 2), never findings.
@@ -221,4 +224,82 @@ fn bad_preempt_sections_and_stores_that_cannot_be_suspended_are_errors() {
         message.contains("[preempt]") && message.contains("VFS extension"),
         "{message}"
     );
+}
+
+/// `swarm.toml` with suspensions: each seed draws its own rate and points,
+/// or none, and says which in its fault mix; the same seed draws the same.
+#[test]
+fn a_swarm_seed_draws_its_own_suspensions() {
+    let text = std::fs::read_to_string(root().join("scenarios/swarm.toml")).unwrap()
+        + "\n[preempt]\nrate = \"1/6\"\npoints = [\"shm_lock\", \"sync\"]\n";
+    let dir = work_dir();
+    let file = dir.path().join("swarm_preempt.toml");
+    std::fs::write(&file, text).unwrap();
+    let loaded = crashsim::scenario::resolve(&file).expect("loads");
+    let command = serve("reference");
+    let mut mixes = std::collections::BTreeSet::new();
+    let mut suspended = 0;
+    for number in 0..5 {
+        let result = run_seed(&loaded, number, &options(dir.path(), &command)).expect("the seed runs");
+        assert!(result.ok, "seed {number}: {:#?}", result.violations);
+        let mix = result
+            .faults
+            .split(' ')
+            .find(|part| part.starts_with("preempt="))
+            .unwrap_or_default();
+        assert!(
+            !mix.is_empty(),
+            "seed {number}: no suspensions in its mix: {}",
+            result.faults
+        );
+        if mix == "preempt=off" {
+            assert_eq!(suspensions(&result), 0, "seed {number} drew none");
+        }
+        suspended += suspensions(&result);
+        mixes.insert(mix.to_string());
+    }
+    assert!(mixes.len() > 1 && suspended > 0, "{mixes:?}, {suspended} suspensions");
+    let again = |number| run_seed(&loaded, number, &options(dir.path(), &command)).expect("the seed runs");
+    let (first, second) = (again(1), again(1));
+    assert_eq!((&first.faults, &first.trace_hash), (&second.faults, &second.trace_hash));
+}
+
+/// The coverage gate covers suspension points: a run whose steps never
+/// reach a declared point (in WAL mode a transaction takes no `lock`)
+/// fails `--require-fired` saying so; one that suspends at `shm_lock`
+/// passes, and its summary counts the suspensions.
+#[test]
+fn the_coverage_gate_covers_suspension_points() {
+    let dir = work_dir();
+    let scenario = |points: &str| {
+        let path = dir.path().join("gate.toml");
+        let text = format!(
+            "[run]\nticks_fault = 1_000\nticks_max = 40_000\n[workload]\ntrips_count = 6\n\
+             [preempt]\nrate = \"1/4\"\npoints = [{points}]\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let reports = dir.path().join("reports");
+    let run = |file: &str| {
+        let report = reports.display().to_string();
+        crashsim(&["run", file, "--seeds", "2", "--require-fired", "--report", &report])
+    };
+    let output = run(&scenario("\"lock\", \"unlock\""));
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}{}", stdout(&output));
+    assert!(
+        message.contains("no call was suspended inside the store's SQLite in 2 seeds")
+            && message.contains("(lock, unlock)"),
+        "{message}"
+    );
+    let output = run(&scenario("\"shm_lock\""));
+    assert_eq!(output.status.code(), Some(0), "{}{}", stderr(&output), stdout(&output));
+    let text = std::fs::read_to_string(reports.join("gate/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let scenario = &summary["scenarios"][0];
+    let shm_lock = &scenario["coverage"]["suspensions"]["shm_lock"];
+    assert_eq!(shm_lock["declared"], true, "{scenario:#}");
+    assert!(shm_lock["suspended"].as_u64().unwrap() > 0, "{scenario:#}");
+    assert!(scenario["kills"]["suspended.shm_lock"]["armed"].as_u64().unwrap() > 0);
 }

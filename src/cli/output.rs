@@ -101,13 +101,21 @@ pub fn kill_table(
     let prefix = crate::report::json::SUSPENDED_PREFIX;
     let suspended: Vec<_> = kills.iter().filter(|(name, _)| name.starts_with(prefix)).collect();
     if !suspended.is_empty() {
-        let _ = writeln!(text, "  {:<32}{:>14}{:>12}", "suspension point", "reached", "suspended");
+        // "in steps": reached inside an actor's step in the fault phase,
+        // where a suspension could land (boots and the quiet phase cannot).
+        let _ = writeln!(
+            text,
+            "  {:<32}{:>14}{:>12}{:>12}",
+            "suspension point", "reached", "in steps", "suspended"
+        );
         for (name, count) in suspended {
+            let armed = count.armed.map_or_else(|| "–".to_string(), thousands);
             let _ = writeln!(
                 text,
-                "  {:<32}{:>14}{:>12}",
+                "  {:<32}{:>14}{:>12}{:>12}",
                 &name[prefix.len()..],
                 thousands(count.reached),
+                armed,
                 thousands(count.fired)
             );
         }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::suspensions::{self, SuspensionCoverage};
 use crate::check::Invariant;
 use crate::check::coverage;
 use crate::faults::{KillCounters, KillPoint};
@@ -67,6 +68,10 @@ pub struct InvariantCoverage {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
     pub kill_points: BTreeMap<String, PointCoverage>,
+    /// With `[preempt]`, per kind of scheduling point (absent without, and
+    /// from summaries written before it was recorded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub suspensions: BTreeMap<String, SuspensionCoverage>,
     pub faults: BTreeMap<String, FaultCoverage>,
     pub invariants: BTreeMap<Invariant, InvariantCoverage>,
     /// Everything declared or required that the run never fired or
@@ -127,6 +132,7 @@ impl Coverage {
             };
             coverage.kill_points.insert(point.name().to_string(), entry);
         }
+        coverage.suspensions = suspensions::of(scenario, kills);
         coverage.gaps = coverage.find_gaps(results.len() as u64);
         coverage
     }
@@ -152,6 +158,7 @@ impl Coverage {
                 _ => None,
             };
         }
+        suspensions::merge(&mut self.suspensions, &other.suspensions);
         for (name, fault) in &other.faults {
             let entry = self.faults.entry(name.clone()).or_default();
             entry.declared |= fault.declared;
@@ -212,6 +219,7 @@ impl Coverage {
                 ));
             }
         }
+        gaps.extend(suspensions::gaps(&self.suspensions, &seeds));
         for (name, fault) in &self.faults {
             if fault.declared && fault.fired == 0 {
                 gaps.push(format!("fault {name} is declared but never fired in {seeds}"));

@@ -23,6 +23,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct KillCount {
     pub reached: u64,
     pub fired: u64,
+    /// A suspension point's reaches inside an actor's step in the fault
+    /// phase, where a suspension could land (absent for kill points).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armed: Option<u64>,
 }
 
 /// The key of suspensions at scheduling points of `kind` in `kills`.
@@ -37,15 +41,17 @@ pub fn kills(counters: &KillCounters) -> BTreeMap<String, KillCount> {
             KillCount {
                 reached: counters.reached[point.index()],
                 fired: counters.fired[point.index()],
+                armed: None,
             },
         )
     });
-    let suspended = counters.suspended.iter().map(|(kind, (reached, fired))| {
+    let suspended = counters.suspended.iter().map(|(kind, count)| {
         (
             format!("{SUSPENDED_PREFIX}{kind}"),
             KillCount {
-                reached: *reached,
-                fired: *fired,
+                reached: count.reached,
+                fired: count.fired,
+                armed: Some(count.armed),
             },
         )
     });

@@ -180,6 +180,10 @@ fn sum(parts: &[Part], missing: &[Partition]) -> ScenarioSummary {
             let entry = total.kills.entry(point.clone()).or_default();
             entry.reached += count.reached;
             entry.fired += count.fired;
+            entry.armed = match (entry.armed, count.armed) {
+                (None, None) => None,
+                (sum, armed) => Some(sum.unwrap_or(0) + armed.unwrap_or(0)),
+            };
         }
         let theirs: BTreeSet<String> = next.never_fired.iter().cloned().collect();
         never_fired = never_fired.intersection(&theirs).cloned().collect();

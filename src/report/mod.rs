@@ -35,6 +35,7 @@ pub mod junit;
 pub mod markdown;
 pub mod merge;
 pub mod number;
+pub mod suspensions;
 
 use std::path::{Path, PathBuf};
 

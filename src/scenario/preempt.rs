@@ -18,7 +18,12 @@ use serde::{Deserialize, Serialize};
 
 pub use crashsim_vfs::preempt::Kind as PreemptPoint;
 
+use crate::prng::Prng;
 use crate::ratio::Ratio;
+
+/// The rates a swarm seed draws its suspensions at (or none, in a quarter
+/// of the seeds): from nearly every step suspended to a few per seed.
+const SWARM_MENU: [Ratio; 4] = [Ratio::new(1, 3), Ratio::new(1, 6), Ratio::new(1, 12), Ratio::new(1, 48)];
 
 /// The kinds of point a scenario may name.
 pub const POINT_NAMES: [&str; 5] = ["lock", "unlock", "shm_lock", "sync", "busy"];
@@ -53,6 +58,45 @@ fn default_points() -> Vec<String> {
 
 fn default_hold() -> u64 {
     40
+}
+
+impl Preempt {
+    /// A swarm seed's own mix (`[faults] swarm = true`): off in a quarter
+    /// of the seeds, else a rate from the menu at a non-empty subset of the
+    /// declared points; the hold stays as declared.
+    pub fn swarm(&self, prng: &mut Prng) -> Preempt {
+        if self.points.is_empty() || prng.chance(Ratio::new(1, 4)) {
+            return Preempt {
+                rate: Ratio::ZERO,
+                ..self.clone()
+            };
+        }
+        let rate = *prng.pick(&SWARM_MENU).expect("menu is not empty");
+        loop {
+            let points: Vec<PreemptPoint> = self
+                .points
+                .iter()
+                .copied()
+                .filter(|_| prng.chance(Ratio::new(1, 2)))
+                .collect();
+            if !points.is_empty() {
+                return Preempt {
+                    rate,
+                    points,
+                    hold_ticks_max: self.hold_ticks_max,
+                };
+            }
+        }
+    }
+
+    /// How a failing seed's line names it: `preempt=1/6@shm_lock+sync`.
+    pub fn describe(&self) -> String {
+        if self.rate.is_zero() {
+            return "preempt=off".to_string();
+        }
+        let points: Vec<&str> = self.points.iter().map(|point| point.name()).collect();
+        format!("preempt={}@{}", self.rate, points.join("+"))
+    }
 }
 
 impl TryFrom<PreemptToml> for Preempt {
@@ -130,5 +174,22 @@ mod tests {
         let error = parse("[preempt]\nrate = \"1/8\"\nhold_ticks_max = 0\n").unwrap_err();
         assert!(error.contains("hold_ticks_max"), "{error}");
         assert!(parse("[preempt]\nrate = \"1/8\"\nspeed = 2\n").is_err());
+    }
+
+    #[test]
+    fn a_swarm_seed_draws_its_own_rate_and_points() {
+        let declared = parse("[preempt]\nrate = \"1/8\"\nhold_ticks_max = 7\n").unwrap();
+        let mut mixes = std::collections::BTreeSet::new();
+        for seed in 0..64 {
+            let mix = declared.swarm(&mut Prng::derive(seed, "swarm/preempt"));
+            assert_eq!(mix, declared.swarm(&mut Prng::derive(seed, "swarm/preempt")));
+            assert_eq!(mix.hold_ticks_max, 7);
+            assert!(mix.points.iter().all(|point| declared.points.contains(point)));
+            assert!(mix.rate.is_zero() || (SWARM_MENU.contains(&mix.rate) && !mix.points.is_empty()));
+            mixes.insert(mix.describe());
+        }
+        assert!(mixes.contains("preempt=off"), "{mixes:?}");
+        assert!(mixes.len() > 10, "{mixes:?}");
+        assert!(mixes.iter().any(|mix| mix.ends_with("@shm_lock")), "{mixes:?}");
     }
 }

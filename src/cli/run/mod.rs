@@ -116,7 +116,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             "seeds {} on {jobs} job(s); databases in {} ({filesystem}); store: {}{}",
             describe_seeds(&chosen, args.time_budget),
             work_dir.display(),
-            choice.describe(),
+            describe_store(&choice, &scenarios),
             if args.check_determinism {
                 "; every seed run twice (--check-determinism)"
             } else {
@@ -461,6 +461,18 @@ fn run_scenario(
         );
     }
     Ok(summary)
+}
+
+/// The header's store: built-in stores are served one process per
+/// connection for scenarios that suspend calls (`runner::served`).
+fn describe_store(choice: &Choice, scenarios: &[Loaded]) -> String {
+    let suspends = scenarios.iter().any(|loaded| loaded.scenario.preempt.is_some());
+    match choice {
+        Choice::Builtin if suspends => {
+            "in-process, but one `crashsim serve` process per connection where [preempt] suspends calls".to_string()
+        }
+        choice => choice.describe(),
+    }
 }
 
 fn mode_name(choice: &Choice) -> &'static str {

@@ -14,8 +14,9 @@ use std::sync::atomic::Ordering;
 
 use super::state::Phase;
 use super::{SimError, Simulator};
+use crate::faults::SuspensionCount;
 use crate::ratio::Ratio;
-use crate::scenario::{Preempt, Scenario};
+use crate::scenario::Preempt;
 use crate::store::Implementation;
 use crate::vfs::CrashVfs;
 
@@ -28,13 +29,28 @@ pub(super) struct Preemption {
     control: &'static crashsim_vfs::control::Control,
     rate: Ratio,
     hold_ticks_max: u64,
+    /// The points reached before the armed step began (`None` between
+    /// steps, and in steps where nothing can be suspended).
+    step_began: Option<[u64; KINDS]>,
+    /// Points reached inside armed steps, per kind: where a suspension
+    /// could land (the coverage gate's denominator).
+    armed: [u64; KINDS],
+}
+
+const KINDS: usize = crashsim_vfs::preempt::Kind::ALL.len();
+
+impl Preemption {
+    fn reached(&self) -> [u64; KINDS] {
+        std::array::from_fn(|index| self.control.reached[index].load(Ordering::Acquire))
+    }
 }
 
 /// Turns preemption on for a run that asks for it, before any process
 /// starts: only a store in processes of its own can be suspended inside a
 /// call, so anything else is refused (exit code 2), never run without it.
+/// `preempt` is the scenario's section, or a swarm seed's draw from it.
 pub(super) fn setup(
-    scenario: &Scenario,
+    preempt: Option<&Preempt>,
     implementation: &dyn Implementation,
     vfs: Option<CrashVfs>,
 ) -> Result<Option<Preemption>, SimError> {
@@ -42,7 +58,7 @@ pub(super) fn setup(
         rate,
         points,
         hold_ticks_max,
-    }) = scenario.preempt.clone()
+    }) = preempt.cloned()
     else {
         return Ok(None);
     };
@@ -63,6 +79,8 @@ pub(super) fn setup(
         control: vfs.control(),
         rate,
         hold_ticks_max,
+        step_began: None,
+        armed: [0; KINDS],
     }))
 }
 
@@ -86,11 +104,12 @@ impl Preemption {
 impl Simulator<'_> {
     /// Before actor `slot`'s step: arms where its call parks (in faults).
     pub(super) fn arm_preempt(&mut self, slot: usize) {
-        let Some(preemption) = &self.preemption else {
+        let Some(preemption) = &mut self.preemption else {
             return;
         };
         let offset = match self.phase {
             Phase::Faults if !preemption.rate.is_zero() => {
+                preemption.step_began = Some(preemption.reached());
                 let prng = &mut self.slots[slot].preempts;
                 (1..=LOOKAHEAD).find(|_| prng.chance(preemption.rate))
             }
@@ -107,9 +126,15 @@ impl Simulator<'_> {
     }
 
     /// After the step: nothing parks between steps.
-    pub(super) fn disarm_preempt(&self) {
-        if let Some(preemption) = &self.preemption {
+    pub(super) fn disarm_preempt(&mut self) {
+        if let Some(preemption) = &mut self.preemption {
             preemption.control.disarm_preempt();
+            if let Some(began) = preemption.step_began.take() {
+                let now = preemption.reached();
+                for (armed, (now, began)) in preemption.armed.iter_mut().zip(now.into_iter().zip(began)) {
+                    *armed += now.saturating_sub(began);
+                }
+            }
         }
     }
 
@@ -133,11 +158,12 @@ impl Simulator<'_> {
         };
         let control = preemption.control;
         for kind in crashsim_vfs::preempt::Kind::ALL {
-            let counts = (
-                control.reached[kind.index()].load(Ordering::Acquire),
-                control.parks[kind.index()].load(Ordering::Acquire),
-            );
-            self.kills.suspended.insert(kind.name().to_string(), counts);
+            let count = SuspensionCount {
+                reached: control.reached[kind.index()].load(Ordering::Acquire),
+                armed: preemption.armed[kind.index()],
+                fired: control.parks[kind.index()].load(Ordering::Acquire),
+            };
+            self.kills.suspended.insert(kind.name().to_string(), count);
         }
     }
 }
