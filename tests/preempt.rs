@@ -137,7 +137,14 @@ fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
 #[test]
 fn a_head_read_before_begin_is_caught_at_call_granularity() {
     let Some(python) = python() else { return };
-    let _ = caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
+    let violations = caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
+    // The first line names the cause: the overtaken writer's suspended append.
+    assert!(
+        violations.iter().any(|violation| violation.invariant == Invariant::I3
+            && violation.message.contains("an interleaving inside the call")
+            && violation.message.contains("`append` was suspended inside SQLite")),
+        "{violations:#?}"
+    );
 }
 
 #[test]

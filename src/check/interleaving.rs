@@ -1,9 +1,14 @@
 //! When a finding's cause is an interleaving inside a call (`[preempt]`),
 //! its first line says so: a receiver whose `handle` was suspended inside
 //! SQLite while another receiver applied the same command, and then
-//! applied it too.
+//! applied it too (I2); a writer whose append was suspended while another
+//! writer committed from the same head, and then committed too (I3).
 
+use crate::actors::ActorId;
 use crate::trace::{Op, TraceEvent};
+
+/// The steps of an append, whole (`call`) or split (`step`).
+const APPEND_STEPS: [&str; 5] = ["append", "begin", "insert_event", "insert_command", "commit"];
 
 /// For a command applied twice under `key` by two receivers: the sentence
 /// naming the suspension of the second receiver's call that let the first
@@ -46,6 +51,41 @@ pub fn apply_between(events: &[TraceEvent], key: &str) -> Option<String> {
     None
 }
 
+/// For two appends decided from one head that both committed, `first` by
+/// its actor at its tick and then `second`: the sentence naming the
+/// suspension of the second writer's append that let the first commit in
+/// between, if the trace shows one.
+pub fn commit_between(events: &[TraceEvent], first: (ActorId, u64), second: (ActorId, u64)) -> Option<String> {
+    let ((first_actor, first_tick), (second_actor, second_tick)) = (first, second);
+    if first_actor == second_actor || second_tick < first_tick {
+        return None;
+    }
+    // The second writer's append began after its last append ended.
+    let started = events
+        .iter()
+        .filter(|event| {
+            event.actor == second_actor
+                && event.tick < first_tick
+                && matches!(event.op, Op::Commit { .. } | Op::Conflict { .. } | Op::Rollback)
+        })
+        .map(|event| event.tick)
+        .max()
+        .unwrap_or(0);
+    let suspended = events.iter().find(|event| {
+        event.actor == second_actor
+            && (started..=first_tick).contains(&event.tick)
+            && matches!(&event.op, Op::Preempted { step, .. } if APPEND_STEPS.contains(&step.as_str()))
+    })?;
+    let Op::Preempted { step, point } = &suspended.op else {
+        return None;
+    };
+    Some(format!(
+        "an interleaving inside the call: {second_actor}'s `{step}` was suspended inside SQLite at tick {} \
+         ({point}) while {first_actor} committed from the same head at tick {first_tick}, then was acknowledged too",
+        suspended.tick
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +125,51 @@ mod tests {
                 && cause.contains("while receiver-0 applied it at tick 7"),
             "{cause}"
         );
+    }
+
+    fn writer(tick: u64, index: u32, op: Op) -> TraceEvent {
+        TraceEvent {
+            tick,
+            actor: ActorId::new(Role::Writer, index),
+            op,
+        }
+    }
+
+    #[test]
+    fn an_append_suspended_while_another_writer_committed_is_named() {
+        let commit = || Op::Commit { appended: Vec::new() };
+        let suspended = Op::Preempted {
+            step: "append".to_string(),
+            point: "xShmLock WRITE exclusive lock".to_string(),
+        };
+        let events = [
+            writer(2, 1, commit()),
+            writer(5, 1, suspended),
+            writer(7, 0, commit()),
+            writer(9, 1, commit()),
+        ];
+        let (first, second) = ((ActorId::new(Role::Writer, 0), 7), (ActorId::new(Role::Writer, 1), 9));
+        let cause = commit_between(&events, first, second).expect("named");
+        assert!(
+            cause.contains("writer-1's `append` was suspended inside SQLite at tick 5")
+                && cause.contains("while writer-0 committed from the same head at tick 7"),
+            "{cause}"
+        );
+        // A suspension in an earlier append, before the writer's last commit, is not the cause.
+        let earlier = [
+            events[1].clone(),
+            events[0].clone(),
+            events[2].clone(),
+            events[3].clone(),
+        ];
+        let earlier = earlier.map(|mut event| {
+            if matches!(event.op, Op::Preempted { .. }) {
+                event.tick = 1;
+            }
+            event
+        });
+        assert_eq!(commit_between(&earlier, first, second), None);
+        assert_eq!(commit_between(&events, second, first), None, "in commit order only");
     }
 
     #[test]

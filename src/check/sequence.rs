@@ -6,6 +6,7 @@
 //! landed at `expected_seq + 1`, and no two appends decided from the same
 //! head both committed.
 
+use crate::actors::ActorId;
 use crate::model::Shown;
 use std::collections::BTreeMap;
 
@@ -48,7 +49,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         }
     }
 
-    let mut from_head: BTreeMap<(&str, u64), Vec<(u64, String)>> = BTreeMap::new();
+    let mut from_head: BTreeMap<(&str, u64), Vec<(u64, ActorId)>> = BTreeMap::new();
     for (index, commit) in history.commits.iter().enumerate() {
         if history.lost.contains(&index) {
             continue;
@@ -72,7 +73,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         from_head
             .entry((&append.workflow_id, append.expected_seq))
             .or_default()
-            .push((commit.tick, commit.actor.to_string()));
+            .push((commit.tick, commit.actor));
     }
     for ((workflow_id, expected_seq), commits) in from_head {
         if commits.len() > 1 {
@@ -80,11 +81,18 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 .iter()
                 .map(|(tick, actor)| format!("{actor} at tick {tick}"))
                 .collect();
+            let cause = commits
+                .windows(2)
+                .find_map(|pair| {
+                    super::interleaving::commit_between(input.events, (pair[0].1, pair[0].0), (pair[1].1, pair[1].0))
+                })
+                .map(|cause| format!(": {cause}"))
+                .unwrap_or_default();
             violations.push(
                 Violation::new(
                     Invariant::I3,
                     format!(
-                        "{} appends decided from {workflow_id_shown} seq {expected_seq} all committed ({})",
+                        "{} appends decided from {workflow_id_shown} seq {expected_seq} all committed ({}){cause}",
                         commits.len(),
                         who.join(", "),
                         workflow_id_shown = Shown(workflow_id)
