@@ -349,6 +349,16 @@ pub enum Fault {
     /// across its lives, counting the steps it was about to take in the
     /// fault phase).
     ClockStep { actor: ActorId, step: u64, offset: i64 },
+    /// Suspend `actor`'s call inside the store's SQLite (`[preempt]`) at the
+    /// `point`-th scheduling point of the enabled kinds in its `step`-th
+    /// step (from 1, across its lives, counting its steps in the fault
+    /// phase), for `hold` ticks while the others run.
+    Preempt {
+        actor: ActorId,
+        step: u64,
+        point: u64,
+        hold: u64,
+    },
 }
 
 /// A fault that fired, and when.
@@ -397,6 +407,45 @@ impl FaultSource {
 }
 
 impl FaultSource {
+    /// Decides where `actor`'s `step`-th step in the fault phase is
+    /// suspended: the first of the next `lookahead` scheduling points to
+    /// draw `rate` from `prng`, its hold drawn later (`None`); or the point
+    /// and hold a forced schedule gives that step.
+    pub fn preempt(
+        &self,
+        prng: &mut Prng,
+        rate: Ratio,
+        lookahead: u64,
+        actor: ActorId,
+        step: u64,
+    ) -> Option<(u64, Option<u64>)> {
+        match self {
+            FaultSource::Drawn if rate.is_zero() => None,
+            FaultSource::Drawn => (1..=lookahead).find(|_| prng.chance(rate)).map(|point| (point, None)),
+            FaultSource::Forced(faults) => {
+                let at = |point, hold| Fault::Preempt {
+                    actor,
+                    step,
+                    point,
+                    hold,
+                };
+                faults
+                    .range(at(0, 0)..=at(u64::MAX, u64::MAX))
+                    .next()
+                    .map(|fault| match fault {
+                        Fault::Preempt { point, hold, .. } => (*point, Some(*hold)),
+                        _ => unreachable!("the range holds suspensions only"),
+                    })
+            }
+        }
+    }
+
+    /// Whether a forced schedule suspends any call.
+    pub fn forces_preempt(&self) -> bool {
+        matches!(self, FaultSource::Forced(faults)
+            if faults.iter().any(|fault| matches!(fault, Fault::Preempt { .. })))
+    }
+
     /// Decides a near-miss probe after the `reply`-th confirmed reply: draws
     /// with `rate`, then a form among those `applies` accepts, from `prng`;
     /// or looks the reply up in a forced schedule (whose form must still

@@ -433,6 +433,26 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
             );
             out.extend(toward_zero(offset).map(|offset| Fault::ClockStep { actor, step, offset }));
         }
+        // A suspension stays on its actor (the interleaving is between
+        // those actors): an earlier step, an earlier point, a shorter hold.
+        Fault::Preempt {
+            actor,
+            step,
+            point,
+            hold,
+        } => {
+            let at = |step, point, hold| Fault::Preempt {
+                actor,
+                step,
+                point,
+                hold,
+            };
+            out.extend(earlier(step).into_iter().map(|step| at(step, point, hold)));
+            out.extend(earlier(point).into_iter().map(|point| at(step, point, hold)));
+            if hold > 1 {
+                out.push(at(step, point, hold / 2));
+            }
+        }
     }
     out
 }

@@ -310,3 +310,52 @@ fn the_coverage_gate_covers_suspension_points() {
     assert!(shm_lock["suspended"].as_u64().unwrap() > 0, "{scenario:#}");
     assert!(scenario["kills"]["suspended.shm_lock"]["armed"].as_u64().unwrap() > 0);
 }
+
+/// Suspensions are faults a shrink can drop: the mutant's first failing
+/// seed of `interleave` (hundreds of suspensions, kills and duplicates)
+/// shrinks to a capsule that keeps a suspension and little else, and that
+/// replays to the same finding.
+#[test]
+fn shrinking_keeps_the_suspensions_that_matter_and_drops_the_rest() {
+    let mutant = ["--mutant", "lookup_outside_txn"];
+    let mut args = vec![
+        "run",
+        "interleave",
+        "--seeds",
+        "20",
+        "--fail-fast",
+        "--format",
+        "json",
+        "--no-report",
+    ];
+    args.extend(mutant);
+    let output = crashsim(&args);
+    let seed = stdout(&output)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["outcome"] == "fail" && line["seed"].is_u64())
+        .and_then(|line| line["seed"].as_u64())
+        .unwrap_or_else(|| panic!("not caught in 20 seeds: {}", stderr(&output)));
+    let dir = work_dir();
+    let capsule = dir.path().join("capsule.toml");
+    let (seed, out) = (seed.to_string(), capsule.display().to_string());
+    let mut args = vec!["shrink", "interleave", "--seed", &seed, "--out", &out, "--no-report"];
+    args.extend(mutant);
+    let output = crashsim(&args);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let text = std::fs::read_to_string(&capsule).unwrap();
+    let faults = text.matches("\nfault = ").count();
+    let suspensions = text.matches("\nfault = \"preempt\"").count();
+    assert!(
+        suspensions >= 1 && faults <= 6,
+        "{suspensions} of {faults} faults kept:\n{text}"
+    );
+    assert!(text.contains("invariant = \"I2\""), "{text}");
+    let output = crashsim(&["replay", "--capsule", &out]);
+    let replayed = stdout(&output) + &stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{replayed}");
+    assert!(
+        replayed.contains("the capsule's recorded verdict is reproduced"),
+        "{replayed}"
+    );
+}

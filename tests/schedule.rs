@@ -46,6 +46,7 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
                 Fault::ReplyRetryable { .. } => "reply retryable",
                 Fault::Skew { .. } => "skew",
                 Fault::ClockStep { .. } => "clock step",
+                Fault::Preempt { .. } => "suspension",
             })
             .collect();
         if path.ends_with("smoke.toml") {
@@ -70,6 +71,48 @@ fn forcing_the_recorded_faults_reproduces_the_run() {
         assert_eq!(drawn.injected, replayed.injected);
         assert_eq!(drawn.violations, replayed.violations);
     }
+}
+
+/// Suspensions inside the store's calls (`[preempt]`) are faults like the
+/// others: forcing the recorded ones reproduces the run, waits for locks
+/// and all; forcing none of them runs it without one (how the shrinker
+/// drops the suspensions that do not matter).
+#[test]
+fn forcing_the_recorded_suspensions_reproduces_the_run() {
+    let dir = work_dir();
+    let command = format!("{} serve reference", env!("CARGO_BIN_EXE_crashsim"));
+    let adapter = crashsim::adapter::Adapter::probe(&command, std::time::Duration::from_secs(30), true)
+        .expect("crashsim serve answers its handshake");
+    let mut served = options(dir.path());
+    served.sut = crashsim::runner::Sut::Adapter(std::sync::Arc::new(adapter));
+    let loaded = load("scenarios/interleave.toml");
+    let drawn = run_seed(&loaded, 2, &served).unwrap();
+    let suspensions = |result: &crashsim::runner::SeedResult| {
+        result
+            .injected
+            .iter()
+            .filter(|injected| matches!(injected.fault, Fault::Preempt { .. }))
+            .count()
+    };
+    assert!(suspensions(&drawn) > 0, "interleave seed 2 suspended nothing");
+    let schedule = forced(drawn.injected.iter().map(|injected| injected.fault.clone()));
+    let replayed = run_seed_with(&loaded, 2, &served, schedule).unwrap();
+    assert_eq!(drawn.trace_hash, replayed.trace_hash);
+    assert_eq!(drawn.injected, replayed.injected);
+    let others = drawn
+        .injected
+        .iter()
+        .filter(|injected| !matches!(injected.fault, Fault::Preempt { .. }))
+        .map(|injected| injected.fault.clone());
+    let without = run_seed_with(&loaded, 2, &served, forced(others)).unwrap();
+    assert_eq!(suspensions(&without), 0);
+    let parked = without
+        .events
+        .iter()
+        .flatten()
+        .filter(|event| matches!(&event.op, crashsim::trace::Op::Preempted { point, .. } if !point.contains("BUSY") && !point.starts_with("xSleep")))
+        .count();
+    assert_eq!(parked, 0, "only waits for locks park without a forced suspension");
 }
 
 #[test]

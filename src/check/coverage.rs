@@ -129,10 +129,11 @@ pub const FAULTS: [&str; 10] = [
 ];
 
 /// The name of an injected fault's kind; `None` for kills (counted per
-/// kill point).
+/// kill point) and suspensions (per kind of scheduling point).
 pub fn fault_kind(fault: &Fault) -> Option<&'static str> {
     Some(match fault {
-        Fault::Kill { .. } => return None,
+        // Suspensions have coverage of their own (`report::suspensions`).
+        Fault::Kill { .. } | Fault::Preempt { .. } => return None,
         Fault::Drop { .. } => "drop",
         Fault::Duplicate { .. } => "duplicate",
         Fault::Probe { .. } => "key_conflict",

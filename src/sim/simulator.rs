@@ -269,6 +269,8 @@ impl<'a> Simulator<'a> {
                 skew_steps: 0,
                 skews: Prng::derive(seed, &format!("{id}/skew")),
                 preempts: Prng::derive(seed, &format!("{id}/preempt")),
+                preempt_steps: 0,
+                waits: Prng::derive(seed, &format!("{id}/preempt-wait")),
                 parked: false,
             })
             .collect();

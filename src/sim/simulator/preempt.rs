@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use super::state::Phase;
 use super::{SimError, Simulator};
-use crate::faults::SuspensionCount;
+use crate::faults::{Fault, Injected, SuspensionCount};
 use crate::ratio::Ratio;
 use crate::scenario::Preempt;
 use crate::store::Implementation;
@@ -35,6 +35,17 @@ pub(super) struct Preemption {
     /// Points reached inside armed steps, per kind: where a suspension
     /// could land (the coverage gate's denominator).
     armed: [u64; KINDS],
+    /// The suspension armed for the step under way, if any.
+    suspension: Option<Suspension>,
+}
+
+/// Where the step under way parks: `slot`'s `step`-th step in the fault
+/// phase, at its `point`-th scheduling point; its hold if forced.
+struct Suspension {
+    slot: usize,
+    step: u64,
+    point: u64,
+    hold: Option<u64>,
 }
 
 const KINDS: usize = crashsim_vfs::preempt::Kind::ALL.len();
@@ -81,6 +92,7 @@ pub(super) fn setup(
         hold_ticks_max,
         step_began: None,
         armed: [0; KINDS],
+        suspension: None,
     }))
 }
 
@@ -102,16 +114,32 @@ impl Preemption {
 }
 
 impl Simulator<'_> {
-    /// Before actor `slot`'s step: arms where its call parks (in faults).
+    /// Before actor `slot`'s step: arms where its call parks (in faults),
+    /// drawn from its own stream or given by a forced schedule.
     pub(super) fn arm_preempt(&mut self, slot: usize) {
         let Some(preemption) = &mut self.preemption else {
             return;
         };
+        preemption.suspension = None;
+        let armable = !preemption.rate.is_zero() || self.source.forces_preempt();
         let offset = match self.phase {
-            Phase::Faults if !preemption.rate.is_zero() => {
+            Phase::Faults if armable => {
                 preemption.step_began = Some(preemption.reached());
-                let prng = &mut self.slots[slot].preempts;
-                (1..=LOOKAHEAD).find(|_| prng.chance(preemption.rate))
+                let entry = &mut self.slots[slot];
+                entry.preempt_steps += 1;
+                let (actor, step) = (entry.id, entry.preempt_steps);
+                let decided = self
+                    .source
+                    .preempt(&mut entry.preempts, preemption.rate, LOOKAHEAD, actor, step);
+                decided.map(|(point, hold)| {
+                    preemption.suspension = Some(Suspension {
+                        slot,
+                        step,
+                        point,
+                        hold,
+                    });
+                    point
+                })
             }
             _ => None,
         };
@@ -138,14 +166,32 @@ impl Simulator<'_> {
         }
     }
 
-    /// The step's call parked: the actor asks again after a hold.
+    /// The step's call parked: the actor asks again after a hold. A park
+    /// at the armed point is the injected suspension (`Fault::Preempt`); a
+    /// wait for a lock is not a fault, and waits from a stream of its own.
     pub(super) fn preempted(&mut self, slot: usize) {
-        let max = self
-            .preemption
-            .as_ref()
-            .map_or(1, |preemption| preemption.hold_ticks_max);
+        let Some(preemption) = &mut self.preemption else {
+            return;
+        };
+        let max = preemption.hold_ticks_max;
+        let (_, at) = preemption.control.parked();
+        let armed = preemption.suspension.take().filter(|armed| armed.slot == slot);
         let entry = &mut self.slots[slot];
-        let hold = entry.preempts.range_inclusive(1, max);
+        let hold = match armed {
+            Some(armed) if at.kind != crashsim_vfs::preempt::Kind::Busy => {
+                let hold = armed.hold.unwrap_or_else(|| entry.preempts.range_inclusive(1, max));
+                let fault = Fault::Preempt {
+                    actor: entry.id,
+                    step: armed.step,
+                    point: armed.point,
+                    hold,
+                };
+                self.injected.push(Injected { tick: self.now, fault });
+                hold
+            }
+            _ => entry.waits.range_inclusive(1, max),
+        };
+        let entry = &mut self.slots[slot];
         entry.parked = true;
         self.wake(slot, hold);
     }

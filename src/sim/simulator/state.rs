@@ -62,6 +62,12 @@ pub(super) struct Slot {
     pub(super) skews: Prng,
     /// Where its calls are suspended, and for how long (`[preempt]`).
     pub(super) preempts: Prng,
+    /// Steps it took in the fault phase with suspensions on, across its
+    /// lives (the occurrences `Fault::Preempt` names).
+    pub(super) preempt_steps: u64,
+    /// How long it waits after its call parked waiting for a lock (a
+    /// stream of its own, so a forced schedule waits as the drawn run did).
+    pub(super) waits: Prng,
     /// Its last step's call is parked inside the store's SQLite.
     pub(super) parked: bool,
 }
