@@ -41,6 +41,10 @@ pub enum Kind {
     SutAppend { commands: usize },
     /// The outside store's no-op request (`ping`): the protocol's own cost per call.
     SutPing,
+    /// One `append` suspended inside the store's SQLite at its first
+    /// scheduling point, then asked again and resumed to its answer: what
+    /// a suspension's rendezvous adds to a call (`[preempt]`).
+    SutSuspend,
     /// A new store connection of the outside store (a process: started, or
     /// forked by its fork server with `fork`) to its `open` answer, then
     /// killed: what every actor's restart costs a run.
@@ -59,7 +63,10 @@ impl Kind {
 
     /// Whether this measures the outside store (`--sut`) rather than crashsim's own code.
     pub fn is_sut(self) -> bool {
-        matches!(self, Kind::SutAppend { .. } | Kind::SutPing | Kind::SutConnect { .. })
+        matches!(
+            self,
+            Kind::SutAppend { .. } | Kind::SutPing | Kind::SutSuspend | Kind::SutConnect { .. }
+        )
     }
 
     /// Whether its syncs are counted: not for an outside process, which the
@@ -195,6 +202,11 @@ pub fn sut() -> Vec<Config> {
             "the outside store's no-op request (`ping`): the protocol's own cost per call",
         ),
         config(
+            SUSPEND,
+            Kind::SutSuspend,
+            "an `append` suspended inside the store's SQLite at its first point, then resumed: the rendezvous",
+        ),
+        config(
             "sut_connect_fork",
             Kind::SutConnect { fork: true },
             "a new connection of the outside store, forked by its fork server (started if it has none), to `open`",
@@ -206,6 +218,10 @@ pub fn sut() -> Vec<Config> {
         ),
     ]
 }
+
+/// The configuration that suspends the outside store's calls: it needs
+/// crashsim's VFS extension in the store's SQLite.
+pub const SUSPEND: &str = "sut_suspend";
 
 /// crashsim's own configurations a `--sut` run keeps by default besides the
 /// raw ones: the paths the outside store's mirror, as the reference.
@@ -335,6 +351,7 @@ mod tests {
                 "sut_append_full",
                 "sut_append_outbox1_full",
                 "sut_ping",
+                "sut_suspend",
                 "sut_connect_fork",
                 "sut_connect_spawn",
             ]

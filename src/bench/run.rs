@@ -119,7 +119,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
             | Kind::RawWalFrames { .. }
             | Kind::RawAppendFdatasync { .. }
             | Kind::ConnPerAppend => Fixture::None,
-            Kind::SutAppend { .. } | Kind::SutPing | Kind::SutConnect { .. } => {
+            Kind::SutAppend { .. } | Kind::SutPing | Kind::SutSuspend | Kind::SutConnect { .. } => {
                 let sut_error = |message: String| BenchError::Sut {
                     config: config.name.clone(),
                     message,
@@ -129,7 +129,10 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32, &Config)) -> Result<
                     .as_ref()
                     .ok_or_else(|| sut_error("no outside store was given (--sut CMD)".to_string()))?;
                 let fork = !matches!(config.kind, Kind::SutConnect { fork: false });
-                Fixture::Sut(Box::new(sut::Session::start(adapter, &dir, fork).map_err(sut_error)?))
+                let suspends = config.kind == Kind::SutSuspend;
+                Fixture::Sut(Box::new(
+                    sut::Session::start(adapter, &dir, fork, suspends).map_err(sut_error)?,
+                ))
             }
             _ => Fixture::Keeper {
                 _connection: sqlite::steady_state(&dir, &vfs).map_err(|error| BenchError::Store {
@@ -217,6 +220,7 @@ fn sample(
         Kind::GroupCommit { writers } => threads::group_commit(dir, vfs, budget, writers).map_err(store),
         Kind::SutAppend { commands } => sut::append(session(fixture, config)?, budget, commands).map_err(outside),
         Kind::SutPing => sut::ping(session(fixture, config)?, budget).map_err(outside),
+        Kind::SutSuspend => sut::suspended_append(session(fixture, config)?, budget).map_err(outside),
         Kind::SutConnect { .. } => sut::connect(session(fixture, config)?, budget).map_err(outside),
     }
 }

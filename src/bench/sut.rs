@@ -21,6 +21,14 @@
 //! keeps its data elsewhere, or in another journal mode), the WAL is left
 //! as it is and the configuration's record carries a note.
 //!
+//! `sut_suspend` runs its session through crashsim's VFS extension with
+//! suspensions on (as `[preempt]` does): each append is armed to park at
+//! its first scheduling point inside the store's SQLite, answered
+//! `Preempted`, asked again, resumed and answered; its latency is the
+//! append's plus the rendezvous (the FIFO byte, the futex, the extension's
+//! own counting), so its p50 less `sut_append_full`'s is what a suspension
+//! adds to a call.
+//!
 //! Syncs cannot be counted here: the counting VFS sees this process's
 //! connections, never another process's, so the outside store's fsyncs per
 //! commit are unknown (`null`), never 0. An adapter that fails during the
@@ -36,7 +44,9 @@ use super::measure::{Budget, Sample, timed_loop};
 use super::sqlite::{KIND, PAYLOAD, command};
 use crate::adapter::{Adapter, BenchSession};
 use crate::model::Command;
+use crate::scenario::PreemptPoint;
 use crate::store::{Store as _, StoreError, SystemConfig};
+use crate::vfs::CrashVfs;
 
 /// The one workflow a session appends to.
 const WORKFLOW: &str = "bench-sut";
@@ -50,6 +60,9 @@ pub struct Session {
     session: BenchSession,
     dir: PathBuf,
     head: u64,
+    /// With suspensions on (`sut_suspend`): the VFS whose control region
+    /// arms them, shared with the store's process.
+    suspends: Option<CrashVfs>,
     /// Why the WAL was not brought to steady state, if it was not.
     pub note: Option<String>,
 }
@@ -64,11 +77,24 @@ impl Session {
     /// Sets up the adapter's schemas in `dir`, starts its store process,
     /// and brings the WAL to steady state. `Err` is the cause, with the
     /// adapter's stderr.
-    pub fn start(adapter: &Adapter, dir: &Path, fork: bool) -> Result<Session, String> {
-        let config = system_config(dir);
+    /// With `suspends`, through crashsim's VFS extension with suspensions
+    /// on; `Err` if the store's SQLite did not load it.
+    pub fn start(adapter: &Adapter, dir: &Path, fork: bool, suspends: bool) -> Result<Session, String> {
+        let mut config = system_config(dir);
+        let suspends = match suspends {
+            true => Some(suspending(&mut config, dir)?),
+            false => None,
+        };
         let session = adapter
             .bench_session(&config, fork)
             .map_err(|error| cause(dir, &error))?;
+        if let Some(vfs) = &suspends
+            && vfs.control().loads.load(std::sync::atomic::Ordering::Acquire) == 0
+        {
+            let message = "the adapter's SQLite did not load crashsim's VFS extension, so none of its \
+                           calls can be suspended (docs/adapter-protocol.md, \"Power loss\")";
+            return Err(crate::adapter::with_stderr_tails(dir, message));
+        }
         let mut note = steady_state(&config.store_path).err();
         if fork && !adapter.forks() {
             note.get_or_insert_with(|| "the adapter declares no fork server: connections are started".to_string());
@@ -77,6 +103,7 @@ impl Session {
             session,
             dir: dir.to_path_buf(),
             head: 0,
+            suspends,
             note,
         })
     }
@@ -105,6 +132,49 @@ impl Session {
 pub fn append(session: &mut Session, budget: Budget, commands: usize) -> Result<Sample, String> {
     let commands: Vec<Command> = (0..commands).map(command).collect();
     measure(session, budget, |session| session.append(&commands))
+}
+
+/// Appends one event per request until the budget is spent, each
+/// suspended at its first scheduling point and resumed (`sut_suspend`).
+pub fn suspended_append(session: &mut Session, budget: Budget) -> Result<Sample, String> {
+    measure(session, budget, |session| {
+        let Some(control) = session.suspends.as_ref().map(CrashVfs::control) else {
+            return Err(StoreError::Invalid("the session does not suspend calls".to_string()));
+        };
+        control.arm_preempt(Some(1));
+        let parked = session.append(&[]);
+        // The call goes on where it stopped; nothing else parks it.
+        control.arm_preempt(None);
+        let answered = match parked {
+            Err(StoreError::Preempted(_)) => session.append(&[]),
+            Ok(_) => Err(StoreError::Broken(
+                "an append armed to park at its first scheduling point answered without parking".to_string(),
+            )),
+            Err(error) => Err(error),
+        };
+        control.disarm_preempt();
+        answered
+    })
+}
+
+/// Lays out a clock-only crash VFS in `dir/vfs` with suspensions on at
+/// every kind of point, and names it in `config` (what the simulator does
+/// for an outside store with `[preempt]`).
+fn suspending(config: &mut SystemConfig, dir: &Path) -> Result<CrashVfs, String> {
+    let vfs = CrashVfs::clock_only(&crate::vfs::crash::unique_name("bench-suspend"), &dir.join("vfs"), 0)
+        .map_err(|error| format!("laying out crashsim's VFS state: {error}"))?;
+    let kinds = [
+        PreemptPoint::Lock,
+        PreemptPoint::Unlock,
+        PreemptPoint::ShmLock,
+        PreemptPoint::Sync,
+    ];
+    vfs.enable_preempt(&kinds)
+        .map_err(|error| format!("laying out the preemption FIFO: {error}"))?;
+    config.vfs_state = vfs.shared_dir();
+    config.store_sqlite.vfs = Some(vfs.name());
+    config.receiver_sqlite.vfs = Some(vfs.name());
+    Ok(vfs)
 }
 
 /// Pings until the budget is spent: the protocol's own cost per request.

@@ -11,6 +11,9 @@
 //! - the ping: its p50 and p99 latency, and its p50 as a share of an
 //!   append's p50: the part of every append that is the protocol's own
 //!   cost (process switch, JSON, pipe), whatever the store does;
+//! - a suspension (`sut_suspend`: an append parked inside the store's
+//!   SQLite at its first scheduling point, then resumed): its p50 and p99,
+//!   and what it adds to `sut_append_full`'s p50 (the rendezvous);
 //! - a connection's start-up (to its `open` answer), forked by the fork
 //!   server and started from the command: p50 and p99 of each, and how
 //!   many times faster the fork is (what every actor restart of a run pays).
@@ -71,6 +74,10 @@ pub struct SutRatios {
     /// faster a forked connection starts.
     #[serde(default)]
     pub connect_spawn_vs_fork_p50: Option<f64>,
+    /// `sut_suspend` p50 ÷ `sut_append_full` p50: a suspended call's
+    /// latency against a plain one's.
+    #[serde(default)]
+    pub suspend_vs_append_p50: Option<f64>,
 }
 
 /// The record's `sut` object.
@@ -93,6 +100,15 @@ pub struct SutRecord {
     pub connect_spawn_p50_us: Option<f64>,
     #[serde(default)]
     pub connect_spawn_p99_us: Option<f64>,
+    /// An append suspended at its first point and resumed (`sut_suspend`), µs.
+    #[serde(default)]
+    pub suspend_p50_us: Option<f64>,
+    #[serde(default)]
+    pub suspend_p99_us: Option<f64>,
+    /// `sut_suspend` p50 less `sut_append_full` p50: what the rendezvous
+    /// adds to a call, µs.
+    #[serde(default)]
+    pub rendezvous_p50_us: Option<f64>,
     pub ratios: SutRatios,
 }
 
@@ -108,6 +124,14 @@ impl SutRecord {
             (Some(ping), Some(append)) if append.p50_us > 0.0 => Some(ping.p50_us / append.p50_us),
             _ => None,
         };
+        let (suspend, append) = (find(super::plan::SUSPEND), find("sut_append_full"));
+        let suspend_ratio = match (suspend, append) {
+            (Some(suspend), Some(append)) if append.p50_us > 0.0 => Some(suspend.p50_us / append.p50_us),
+            _ => None,
+        };
+        let rendezvous = suspend
+            .zip(append)
+            .map(|(suspend, append)| suspend.p50_us - append.p50_us);
         let (fork, spawn) = (find("sut_connect_fork"), find("sut_connect_spawn"));
         let connect_ratio = match (fork, spawn) {
             (Some(fork), Some(spawn)) if fork.p50_us > 0.0 => Some(spawn.p50_us / fork.p50_us),
@@ -126,6 +150,9 @@ impl SutRecord {
             connect_fork_p99_us: fork.map(|fork| fork.p99_us),
             connect_spawn_p50_us: spawn.map(|spawn| spawn.p50_us),
             connect_spawn_p99_us: spawn.map(|spawn| spawn.p99_us),
+            suspend_p50_us: suspend.map(|suspend| suspend.p50_us),
+            suspend_p99_us: suspend.map(|suspend| suspend.p99_us),
+            rendezvous_p50_us: rendezvous,
             ratios: SutRatios {
                 append_vs_limit: rate_ratio("sut_append_full", LIMIT),
                 append_vs_fdatasync_limit: rate_ratio("sut_append_full", FDATASYNC_LIMIT),
@@ -133,6 +160,7 @@ impl SutRecord {
                 outbox1_vs_reference: rate_ratio("sut_append_outbox1_full", "append_outbox1_full"),
                 ping_share_of_append_p50: ping_share,
                 connect_spawn_vs_fork_p50: connect_ratio,
+                suspend_vs_append_p50: suspend_ratio,
             },
         }
     }
@@ -168,6 +196,22 @@ impl SutRecord {
             );
             if let Some(share) = ratios.ping_share_of_append_p50 {
                 let _ = write!(line, "; {} of sut_append_full's p50", percent(share));
+            }
+            lines.push(line);
+        }
+        if let (Some(p50), Some(p99)) = (self.suspend_p50_us, self.suspend_p99_us) {
+            let mut line = format!(
+                "a suspended append (parked at its first point inside SQLite, then resumed): p50 {} µs, p99 {} µs",
+                short(p50),
+                short(p99)
+            );
+            if let (Some(added), Some(ratio)) = (self.rendezvous_p50_us, ratios.suspend_vs_append_p50) {
+                let sign = if added < 0.0 { "−" } else { "+" };
+                let _ = write!(
+                    line,
+                    "; {sign}{} µs ({ratio:.2}×) over sut_append_full's p50: the rendezvous",
+                    short(added.abs())
+                );
             }
             lines.push(line);
         }
@@ -223,9 +267,20 @@ mod tests {
                 "sut_append_full",
                 "sut_append_outbox1_full",
                 "sut_ping",
+                "sut_suspend",
                 "sut_connect_fork",
                 "sut_connect_spawn"
             ]
+        );
+        let suspend = record.config("sut_suspend").unwrap();
+        assert_eq!(sut.suspend_p99_us, Some(suspend.p99_us));
+        let append_p50 = record.config("sut_append_full").unwrap().p50_us;
+        assert_eq!(sut.rendezvous_p50_us, Some(suspend.p50_us - append_p50));
+        assert_eq!(sut.ratios.suspend_vs_append_p50, Some(suspend.p50_us / append_p50));
+        assert!(
+            sut.lines()
+                .join("\n")
+                .contains("over sut_append_full's p50: the rendezvous")
         );
         let (fork, spawn) = (
             record.config("sut_connect_fork").unwrap(),

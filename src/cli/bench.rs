@@ -71,6 +71,34 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
         None => {}
     }
     let sut = outside_store(args)?;
+    // Suspensions need crashsim's VFS extension in the store's SQLite: a
+    // default selection leaves `sut_suspend` out without it, `--only` asks.
+    let mut configs = configs;
+    if let Some(adapter) = &sut
+        && !adapter.vfs().loaded()
+        && configs.iter().any(|config| config.name == plan::SUSPEND)
+    {
+        // A filter that names it alone asks for it; a wider one (`sut`) does not.
+        let asked = args.only.iter().any(|filter| {
+            plan::SUSPEND.contains(filter.as_str())
+                && !plan::sut()
+                    .iter()
+                    .any(|other| other.name != plan::SUSPEND && other.name.contains(filter.as_str()))
+        });
+        if asked {
+            bail!(
+                "--only {}: {} suspends the store's calls inside its SQLite, and the adapter's SQLite \
+                 did not load crashsim's VFS extension (docs/adapter-protocol.md, \"Power loss\")",
+                args.only.join(","),
+                plan::SUSPEND
+            );
+        }
+        configs.retain(|config| config.name != plan::SUSPEND);
+        eprintln!(
+            "note: {} left out: the adapter's SQLite did not load crashsim's VFS extension",
+            plan::SUSPEND
+        );
+    }
     let options = Options {
         dir: dir.clone(),
         configs,
