@@ -361,6 +361,17 @@ pub enum Fault {
     },
 }
 
+/// How many scheduling points of the enabled kinds one armed step of an
+/// actor passed (`[preempt]`): the suspensions `Fault::Preempt` could name
+/// there are points 1..=`points` of that step (`crashsim explore`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StepPoints {
+    pub actor: ActorId,
+    /// The actor's step in the fault phase, as `Fault::Preempt` counts it.
+    pub step: u64,
+    pub points: u64,
+}
+
 /// A fault that fired, and when.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Injected {

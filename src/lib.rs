@@ -42,6 +42,7 @@ pub mod cli;
 pub mod detect;
 pub mod durability;
 pub mod exit;
+pub mod explore;
 pub mod faults;
 pub mod harness;
 pub mod interrupt;

@@ -416,7 +416,10 @@ fn sut_configurations_need_a_sut() {
 fn a_store_without_the_vfs_extension_is_not_suspended() {
     let python = std::path::Path::new("/usr/bin/python3");
     if !python.exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI is set, but /usr/bin/python3 is missing");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set, but /usr/bin/python3 is missing"
+        );
         return;
     }
     let dir = disk_dir();

@@ -7,6 +7,7 @@ mod bench;
 pub mod ci;
 mod clean;
 mod durability;
+mod explore;
 mod list;
 mod merge;
 mod mutants;
@@ -57,6 +58,9 @@ pub enum Command {
     /// Minimise a failing seed while the same invariant keeps failing, and
     /// write a replay capsule.
     Shrink(ShrinkArgs),
+    /// Every schedule of suspensions inside the store's calls up to a
+    /// bound, for one seed of a scenario with [preempt] (a small one).
+    Explore(explore::ExploreArgs),
     /// List scenarios, implementations, mutants, kill points and invariants.
     List(ListArgs),
     /// Print a built-in scenario's TOML, or write it to a file to start your own.
@@ -502,6 +506,7 @@ pub fn main(cli: Cli) -> Exit {
         Command::Run(args) => run::run(&args),
         Command::Replay(args) => replay::replay(&args),
         Command::Shrink(args) => shrink::shrink(&args),
+        Command::Explore(args) => explore::explore(&args),
         Command::Mutants(args) => mutants::mutants(&args),
         Command::Durability(args) => durability::durability(&args),
         Command::List(args) => list::list(&args),

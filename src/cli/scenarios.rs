@@ -56,6 +56,10 @@ pub fn print_list(dir: Option<&Path>) -> anyhow::Result<()> {
             Kind::Demonstration,
             "\nbuilt-in demonstrations (hazards shown, expected to fail):",
         ),
+        (
+            Kind::Scope,
+            "\nbuilt-in scopes (tiny; `crashsim explore NAME` runs every schedule up to a bound):",
+        ),
     ] {
         println!("{title}");
         let section: Vec<_> = BUILTINS.iter().filter(|builtin| builtin.kind == kind).collect();

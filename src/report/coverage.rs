@@ -341,6 +341,7 @@ mod tests {
             exercised: exercised.iter().copied().collect(),
             injected: Vec::new(),
             fault_points: None,
+            suspension_steps: Vec::new(),
             events: None,
             snapshot: None,
             artifacts: Vec::new(),

@@ -266,6 +266,7 @@ pub fn run_seed_on(
         exercised: check::coverage::exercised(&output.events),
         injected: output.injected,
         fault_points: output.fault_points,
+        suspension_steps: output.suspension_steps,
         events: keep.then_some(output.events),
         snapshot: keep.then_some(snapshot),
         artifacts: if keep { output.artifacts } else { Vec::new() },

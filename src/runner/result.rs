@@ -36,6 +36,9 @@ pub struct SeedResult {
     /// Persistence points of the fault phase, for power-loss runs.
     #[serde(skip)]
     pub fault_points: Option<u64>,
+    /// With `[preempt]`: the scheduling points each armed step passed.
+    #[serde(skip)]
+    pub suspension_steps: Vec<crate::faults::StepPoints>,
     /// The trace, kept when asked for (replay) or when the seed failed.
     #[serde(skip)]
     pub events: Option<Vec<TraceEvent>>,

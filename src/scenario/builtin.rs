@@ -1,5 +1,6 @@
-//! Built-in scenarios: the shipped `scenarios/*.toml` and
-//! `scenarios/demonstrations/*.toml`, compiled into the binary.
+//! Built-in scenarios: the shipped `scenarios/*.toml`,
+//! `scenarios/demonstrations/*.toml` and `scenarios/explore/*.toml`,
+//! compiled into the binary.
 //!
 //! crashsim is often run from another repository (after `cargo install`),
 //! with no `scenarios/` folder beside it; the shipped scenarios still run by
@@ -20,6 +21,9 @@ pub enum Kind {
     Scenario,
     /// Shows a hazard and is expected to fail (`scenarios/demonstrations/`).
     Demonstration,
+    /// A tiny scope whose schedules `crashsim explore` runs every one of
+    /// (`scenarios/explore/`).
+    Scope,
 }
 
 /// One scenario compiled into the binary.
@@ -65,8 +69,9 @@ macro_rules! builtin {
     };
 }
 
-/// Every built-in scenario: the scenarios first, then the demonstrations.
-pub const BUILTINS: [Builtin; 13] = [
+/// Every built-in scenario: the scenarios first, then the demonstrations,
+/// then the scopes.
+pub const BUILTINS: [Builtin; 14] = [
     builtin!("smoke", Kind::Scenario),
     builtin!("contention", Kind::Scenario),
     builtin!("crash_storm", Kind::Scenario),
@@ -80,11 +85,12 @@ pub const BUILTINS: [Builtin; 13] = [
     builtin!("interleave", Kind::Scenario),
     builtin!("demonstrations/ghost_effect", Kind::Demonstration),
     builtin!("demonstrations/short_retention", Kind::Demonstration),
+    builtin!("explore/two_receivers", Kind::Scope),
 ];
 
 /// The built-in scenario `arg` names: its name with or without `.toml`
 /// (`smoke`, `smoke.toml`, `demonstrations/ghost_effect`), or a
-/// demonstration by its stem alone (`ghost_effect`).
+/// demonstration or a scope by its stem alone (`ghost_effect`).
 pub fn find(arg: &Path) -> Option<&'static Builtin> {
     let text = arg.to_str()?;
     let name = text.strip_suffix(".toml").unwrap_or(text);
@@ -135,6 +141,7 @@ mod tests {
     fn every_shipped_file_is_built_in_and_nothing_else() {
         let mut shipped = shipped_in("");
         shipped.extend(shipped_in("demonstrations"));
+        shipped.extend(shipped_in("explore"));
         let table: BTreeSet<String> = BUILTINS.iter().map(|builtin| builtin.name.to_string()).collect();
         assert_eq!(
             shipped, table,
@@ -144,6 +151,7 @@ mod tests {
             let expected = match builtin.kind {
                 Kind::Scenario => !builtin.name.contains('/'),
                 Kind::Demonstration => builtin.name.starts_with("demonstrations/"),
+                Kind::Scope => builtin.name.starts_with("explore/"),
             };
             assert!(expected, "{} has the wrong kind", builtin.name);
         }

@@ -436,6 +436,11 @@ impl<'a> Simulator<'a> {
             artifacts,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
+            suspension_steps: self
+                .preemption
+                .as_mut()
+                .map(|preemption| std::mem::take(&mut preemption.steps))
+                .unwrap_or_default(),
             vfs_points,
             inconclusive,
         })

@@ -194,6 +194,7 @@ pub(super) fn hostile_result() -> SeedResult {
         exercised: Default::default(),
         injected: Vec::new(),
         fault_points: None,
+        suspension_steps: Vec::new(),
         events: Some(events),
         snapshot: Some(snapshot),
         artifacts: Vec::new(),

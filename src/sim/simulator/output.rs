@@ -82,6 +82,9 @@ pub struct RunOutput {
     /// Persistence points the crash VFS saw during the fault phase (the
     /// points a cut could hit), for power-loss runs that reached the quiet phase.
     pub fault_points: Option<u64>,
+    /// With `[preempt]`: the scheduling points each armed step passed, in
+    /// the order the steps were taken.
+    pub suspension_steps: Vec<crate::faults::StepPoints>,
     /// Persistence points the crash VFS saw in the whole run, for power-loss
     /// runs: none means the store wrote around it.
     pub vfs_points: Option<u64>,

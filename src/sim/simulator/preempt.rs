@@ -14,7 +14,8 @@ use std::sync::atomic::Ordering;
 
 use super::state::Phase;
 use super::{SimError, Simulator};
-use crate::faults::{Fault, Injected, SuspensionCount};
+use crate::actors::ActorId;
+use crate::faults::{Fault, Injected, StepPoints, SuspensionCount};
 use crate::ratio::Ratio;
 use crate::scenario::Preempt;
 use crate::store::Implementation;
@@ -37,6 +38,11 @@ pub(super) struct Preemption {
     armed: [u64; KINDS],
     /// The suspension armed for the step under way, if any.
     suspension: Option<Suspension>,
+    /// The step under way: its actor, its count, the scheduling points
+    /// counted before it began.
+    under_way: Option<(ActorId, u64, u64)>,
+    /// The scheduling points each armed step passed (`StepPoints`).
+    pub(super) steps: Vec<StepPoints>,
 }
 
 /// Where the step under way parks: `slot`'s `step`-th step in the fault
@@ -93,6 +99,8 @@ pub(super) fn setup(
         step_began: None,
         armed: [0; KINDS],
         suspension: None,
+        under_way: None,
+        steps: Vec::new(),
     }))
 }
 
@@ -128,6 +136,8 @@ impl Simulator<'_> {
                 let entry = &mut self.slots[slot];
                 entry.preempt_steps += 1;
                 let (actor, step) = (entry.id, entry.preempt_steps);
+                let counted = preemption.control.sched_points.load(Ordering::Acquire);
+                preemption.under_way = Some((actor, step, counted));
                 let decided = self
                     .source
                     .preempt(&mut entry.preempts, preemption.rate, LOOKAHEAD, actor, step);
@@ -157,6 +167,16 @@ impl Simulator<'_> {
     pub(super) fn disarm_preempt(&mut self) {
         if let Some(preemption) = &mut self.preemption {
             preemption.control.disarm_preempt();
+            if let Some((actor, step, counted)) = preemption.under_way.take() {
+                let points = preemption
+                    .control
+                    .sched_points
+                    .load(Ordering::Acquire)
+                    .saturating_sub(counted);
+                if points > 0 {
+                    preemption.steps.push(StepPoints { actor, step, points });
+                }
+            }
             if let Some(began) = preemption.step_began.take() {
                 let now = preemption.reached();
                 for (armed, (now, began)) in preemption.armed.iter_mut().zip(now.into_iter().zip(began)) {
