@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release --example own_store                          # smoke, seeds 0..8
 //! cargo run --release --example own_store -- crash_storm 0 200     # another scenario, seeds 0..200
+//! cargo run --release --example own_store -- interleave 0 20       # calls suspended inside SQLite
 //! ```
 //!
 //! `store.rs` is the store; this file is what a test of it looks like.
@@ -17,6 +18,11 @@ use crashsim::harness::{Harness, HarnessError};
 use store::MyStore;
 
 fn main() -> ExitCode {
+    // Scenarios that suspend calls inside SQLite (`interleave`) run each
+    // connection in this program, started again to serve `MyStore`.
+    if let Some(code) = crashsim::adapter::serve::serve_if_asked(&MyStore) {
+        return ExitCode::from(code);
+    }
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -33,7 +39,8 @@ fn run() -> Result<bool, HarnessError> {
     let harness = Harness::new(&my_store)
         .scenario(scenario)?
         .seeds(start..end)
-        .report_dir("target/crashsim");
+        .report_dir("target/crashsim")
+        .serve_from_this_program();
     let outcome = harness.run()?;
     println!("{outcome}");
     if let Some(dir) = outcome.report_dir() {

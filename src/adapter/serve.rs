@@ -5,6 +5,14 @@
 //! This is what `--mode process` runs, so every process-mode test is a test
 //! of the protocol, and it is a working example of the server side for
 //! anyone writing an SDK in another language.
+//!
+//! A Rust store given to the library API is served the same way by the
+//! user's own program (`serve_if_asked`, `Harness::serve_from_this_program`):
+//! that is how its calls are suspended inside SQLite (`[preempt]`).
+
+/// The variable that asks a program to serve its implementation of this
+/// name on stdin and stdout instead of doing what it usually does.
+pub const ENV_SERVE: &str = "CRASHSIM_SERVE";
 
 use std::io::{BufRead, Write};
 
@@ -35,6 +43,28 @@ pub fn main(name: &str) -> u8 {
         eprintln!("crashsim serve: unknown implementation {name:?}");
         return 2;
     };
+    serve(name, implementation)
+}
+
+/// For a program that tests its own store with the library API: if
+/// crashsim started it to serve a connection (`CRASHSIM_SERVE` names
+/// `implementation`), serves it and returns the exit code to end with;
+/// otherwise `None`. Call it first in `main`.
+pub fn serve_if_asked(implementation: &dyn Implementation) -> Option<u8> {
+    let asked = std::env::var(ENV_SERVE).ok()?;
+    if asked != implementation.name() {
+        eprintln!(
+            "crashsim: asked to serve {asked:?} (${ENV_SERVE}), but this program serves {:?}",
+            implementation.name()
+        );
+        return Some(2);
+    }
+    Some(serve(&asked, implementation))
+}
+
+/// Serves `implementation` as `name` on stdin and stdout until stdin
+/// closes; the exit code.
+pub fn serve(name: &str, implementation: &dyn Implementation) -> u8 {
     if name == "group_commit" {
         eprintln!("crashsim serve: {name} shares state between connections and cannot be served one per process");
         return 2;

@@ -120,6 +120,9 @@ pub struct Harness<'a> {
     report_dir: Option<PathBuf>,
     keep_failed: bool,
     check_determinism: bool,
+    /// Scenarios with `[preempt]` run each connection in this program,
+    /// started again to serve it (`serve_from_this_program`).
+    serve_self: bool,
 }
 
 impl<'a> Harness<'a> {
@@ -137,6 +140,7 @@ impl<'a> Harness<'a> {
             report_dir: None,
             keep_failed: false,
             check_determinism: false,
+            serve_self: false,
         }
     }
 
@@ -220,6 +224,18 @@ impl<'a> Harness<'a> {
 
     /// Runs every seed and judges it. `Ok` whatever the verdicts (see
     /// [`RunOutcome::passed`]); `Err` only when there is no verdict to give.
+    /// Runs scenarios that suspend calls inside the store's SQLite
+    /// (`[preempt]`) with each connection in a process of its own, as
+    /// crashsim serves its own stores: this program, started again with
+    /// `CRASHSIM_SERVE` set, whose `main` must first call
+    /// [`serve_if_asked`](crate::adapter::serve::serve_if_asked). A call
+    /// made in this process cannot be suspended midway; a process can
+    /// (docs/rust-library.md). Other scenarios run in this process as before.
+    pub fn serve_from_this_program(mut self) -> Harness<'a> {
+        self.serve_self = true;
+        self
+    }
+
     pub fn run(&self) -> Result<RunOutcome, HarnessError> {
         let loaded = self.loaded()?;
         if self.too_many_seeds {
@@ -233,7 +249,7 @@ impl<'a> Harness<'a> {
             Some(jobs) => jobs,
             None => std::thread::available_parallelism().map_or(1, usize::from),
         };
-        let options = self.options(false)?;
+        let options = self.options(&loaded, false)?;
         #[expect(
             clippy::disallowed_methods,
             reason = "wall time reports speed in the summary; it never steers a run"
@@ -248,7 +264,7 @@ impl<'a> Harness<'a> {
     /// with `check_determinism`, so a difference is reported as D1).
     pub fn replay(&self, seed: u64) -> Result<Replay, HarnessError> {
         let loaded = self.loaded()?;
-        let result = self.run_one(&loaded, seed, &self.options(true)?)?;
+        let result = self.run_one(&loaded, seed, &self.options(&loaded, true)?)?;
         Ok(Replay::new(result, self.replay_call(seed)))
     }
 
@@ -275,7 +291,7 @@ impl<'a> Harness<'a> {
         Ok(loaded.with_sut(self.implementation.name()))
     }
 
-    fn options(&self, keep_traces: bool) -> Result<Options, HarnessError> {
+    fn options(&self, loaded: &Loaded, keep_traces: bool) -> Result<Options, HarnessError> {
         let work_dir = self.work_dir.clone().unwrap_or_else(runner::default_work_dir);
         if !work_dir.is_dir() {
             return Err(HarnessError::Invalid(format!(
@@ -283,11 +299,15 @@ impl<'a> Harness<'a> {
                 work_dir.display()
             )));
         }
+        let sut = match self.serve_self && loaded.scenario.preempt.is_some() {
+            true => runner::Sut::Adapter(std::sync::Arc::new(self.this_program()?)),
+            false => runner::Sut::default(),
+        };
         Ok(Options {
             work_dir,
             keep_failed: self.keep_failed,
             keep_traces,
-            sut: runner::Sut::default(),
+            sut,
             check_determinism: self.check_determinism,
             files: Default::default(),
         })
@@ -305,6 +325,27 @@ impl<'a> Harness<'a> {
         )
     }
 
+    /// This program, serving this implementation one connection per process.
+    fn this_program(&self) -> Result<crate::adapter::Adapter, HarnessError> {
+        use crate::adapter::serve::ENV_SERVE;
+        if let Ok(asked) = std::env::var(ENV_SERVE) {
+            return Err(HarnessError::Invalid(format!(
+                "this program was started to serve {asked:?} (${ENV_SERVE} is set) but runs a harness: \
+                 its main must call crashsim::adapter::serve::serve_if_asked first"
+            )));
+        }
+        let exe = std::env::current_exe()
+            .map_err(|error| HarnessError::Invalid(format!("the path of this program: {error}")))?;
+        let name = self.implementation.name();
+        let command = format!(
+            "{ENV_SERVE}={} exec {}",
+            crate::adapter::shell_word(name),
+            crate::adapter::shell_word(&exe.display().to_string())
+        );
+        crate::adapter::Adapter::probe(&command, crate::adapter::DEFAULT_TIMEOUT, true)
+            .map_err(|error| HarnessError::Invalid(format!("serving {name} from this program: {error}")))
+    }
+
     /// One seed (twice with `check_determinism`), a panic caught as an error.
     fn run_one(&self, loaded: &Loaded, seed: u64, options: &Options) -> Result<SeedResult, HarnessError> {
         let once = |keep_traces: bool| {
@@ -313,8 +354,13 @@ impl<'a> Harness<'a> {
                 check_determinism: false,
                 ..options.clone()
             };
+            // Served one connection per process, or here.
+            let implementation: &dyn Implementation = match &options.sut {
+                runner::Sut::Adapter(adapter) => &**adapter,
+                runner::Sut::Scenario => self.implementation,
+            };
             let result = catch_unwind(AssertUnwindSafe(|| {
-                runner::run_seed_on(loaded, self.implementation, seed, &options, FaultSource::Drawn)
+                runner::run_seed_on(loaded, implementation, seed, &options, FaultSource::Drawn)
             }))
             .map_err(|panic| HarnessError::Panicked {
                 seed,

@@ -85,8 +85,9 @@ pub(super) fn setup(
             "[preempt]: a call is suspended inside the store's own SQLite by parking the \
              connection's process, so the store must run in processes of its own: an outside \
              store (--sut), or a built-in one, which the crashsim command serves one process per \
-             connection (a store given to the library API in-process cannot be suspended; \
-             group_commit shares one committer between connections)"
+             connection (a store given to the library API is, with \
+             Harness::serve_from_this_program and serve_if_asked first in main: \
+             docs/rust-library.md; group_commit shares one committer between connections)"
                 .to_string(),
         ));
     };
