@@ -61,7 +61,7 @@ use crate::actors::{ActorId, Next, Role};
 use crate::actors::{Ctx, World};
 use crate::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
 use crate::prng::Prng;
-use crate::scenario::{Preempt, Scenario};
+use crate::scenario::Scenario;
 use crate::store::{Implementation, Snapshot, Store, StoreError, Synchronous, System, SystemConfig};
 use crate::trace::{Op, Recorder};
 use crate::vfs::CrashVfs;
@@ -215,11 +215,7 @@ impl<'a> Simulator<'a> {
                 .or(outside_clock)
                 .and_then(|vfs| vfs.shared_dir()),
         };
-        // A swarm seed draws its own suspensions, from a stream of their own.
-        let preempt = scenario.preempt.as_ref().map(|declared| match scenario.faults.swarm {
-            true => declared.swarm(&mut Prng::derive(seed, "swarm/preempt")),
-            false => declared.clone(),
-        });
+        let preempt = preempt::drawn(scenario, seed);
         let preemption = preempt::setup(
             preempt.as_ref(),
             implementation,
@@ -238,7 +234,7 @@ impl<'a> Simulator<'a> {
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
-            plan.preempt = preempt.as_ref().map(Preempt::describe);
+            plan.preempt = preempt.as_ref().map(crate::scenario::Preempt::describe);
         }
         plan.default_synchronous = default_synchronous;
         let world = World::new(scenario, &plan, seed, implementation.engine(), implementation.roles());
@@ -436,11 +432,7 @@ impl<'a> Simulator<'a> {
             artifacts,
             recoveries: self.recoveries,
             fault_points: self.fault_points,
-            suspension_steps: self
-                .preemption
-                .as_mut()
-                .map(|preemption| std::mem::take(&mut preemption.steps))
-                .unwrap_or_default(),
+            suspension_steps: preempt::steps(&mut self.preemption),
             vfs_points,
             inconclusive,
         })

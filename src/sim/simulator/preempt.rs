@@ -16,8 +16,9 @@ use super::state::Phase;
 use super::{SimError, Simulator};
 use crate::actors::ActorId;
 use crate::faults::{Fault, Injected, StepPoints, SuspensionCount};
+use crate::prng::Prng;
 use crate::ratio::Ratio;
-use crate::scenario::Preempt;
+use crate::scenario::{Preempt, Scenario};
 use crate::store::Implementation;
 use crate::vfs::CrashVfs;
 
@@ -42,7 +43,7 @@ pub(super) struct Preemption {
     /// counted before it began.
     under_way: Option<(ActorId, u64, u64)>,
     /// The scheduling points each armed step passed (`StepPoints`).
-    pub(super) steps: Vec<StepPoints>,
+    steps: Vec<StepPoints>,
 }
 
 /// Where the step under way parks: `slot`'s `step`-th step in the fault
@@ -65,6 +66,24 @@ impl Preemption {
 /// Turns preemption on for a run that asks for it, before any process
 /// starts: only a store in processes of its own can be suspended inside a
 /// call, so anything else is refused (exit code 2), never run without it.
+/// The seed's suspensions: the scenario's `[preempt]`, or in a swarm the
+/// seed's own draw from it, from a stream of its own.
+pub(super) fn drawn(scenario: &Scenario, seed: u64) -> Option<Preempt> {
+    let declared = scenario.preempt.as_ref()?;
+    Some(match scenario.faults.swarm {
+        true => declared.swarm(&mut Prng::derive(seed, "swarm/preempt")),
+        false => declared.clone(),
+    })
+}
+
+/// The scheduling points each armed step passed, taken out for the output.
+pub(super) fn steps(preemption: &mut Option<Preemption>) -> Vec<StepPoints> {
+    preemption
+        .as_mut()
+        .map(|preemption| std::mem::take(&mut preemption.steps))
+        .unwrap_or_default()
+}
+
 /// `preempt` is the scenario's section, or a swarm seed's draw from it.
 pub(super) fn setup(
     preempt: Option<&Preempt>,
