@@ -28,11 +28,28 @@ pub fn cell(text: &str) -> String {
 
 fn kill_rows(summary: &ScenarioSummary) -> String {
     let mut text = String::from("| kill point | reached | fired |\n|---|---:|---:|\n");
-    for (point, count) in &summary.kills {
+    let prefix = super::json::SUSPENDED_PREFIX;
+    let (suspensions, kills): (Vec<_>, Vec<_>) = summary.kills.iter().partition(|(name, _)| name.starts_with(prefix));
+    for (point, count) in kills {
         if summary.unreachable.iter().any(|name| name == point) {
             let _ = writeln!(text, "| `{point}` | unreachable (call granularity) | |");
         } else {
             let _ = writeln!(text, "| `{point}` | {} | {} |", count.reached, count.fired);
+        }
+    }
+    if !suspensions.is_empty() {
+        // "in steps": reached inside an actor's step in the fault phase,
+        // where a suspension can land.
+        text.push_str("\n| suspension point | reached | in steps | suspended |\n|---|---:|---:|---:|\n");
+        for (name, count) in suspensions {
+            let armed = count.armed.map_or_else(|| "–".to_string(), |armed| armed.to_string());
+            let _ = writeln!(
+                text,
+                "| `{}` | {} | {armed} | {} |",
+                &name[prefix.len()..],
+                count.reached,
+                count.fired
+            );
         }
     }
     text
