@@ -60,6 +60,9 @@ pub struct Known {
     pub touched: BTreeSet<String>,
     /// Each worker's last batch, as its `pending` answered it.
     batches: BTreeMap<ActorId, Vec<String>>,
+    /// The command each worker last sent: the one a retry timer it stores
+    /// is for.
+    sending: BTreeMap<ActorId, String>,
     /// Rows marked done (an acknowledgement that changed the row), with the tick.
     pub marked: BTreeMap<String, u64>,
     /// Set after a power cut whose files recovery could not read: nothing
@@ -98,6 +101,14 @@ impl Known {
             Op::Preempted { step, .. } if actor.role == Role::Worker && step.starts_with("mark_done") => {
                 let batch = self.batches.get(&actor).cloned().unwrap_or_default();
                 self.touched.extend(batch);
+            }
+            // A timer (or dead letter) stored by a suspended call may be
+            // visible from now on, before its line in the trace.
+            Op::Preempted { step, .. } if actor.role == Role::Worker && step == "schedule_retry" => {
+                self.touched.extend(self.sending.get(&actor).cloned());
+            }
+            Op::Send { command_id, .. } if actor.role == Role::Worker => {
+                self.sending.insert(actor, command_id.clone());
             }
             Op::Preempted { step, .. } if matches!(step.as_str(), "append" | "commit") => {
                 if let Some(open) = self.open.get_mut(&actor)

@@ -379,6 +379,29 @@ fn rows_marked_retried_or_maybe_marked_are_not_due() {
     run.clean();
 }
 
+/// A worker whose `schedule_retry` is suspended inside the store
+/// (`[preempt]`) may have stored the timer already: the row it last sent
+/// is no longer judged due, the others still are.
+#[test]
+fn a_row_whose_timer_is_being_stored_by_a_suspended_call_is_not_due() {
+    let mut run = two_committed();
+    let send = Op::Send {
+        command_id: format!("{W}:1:0"),
+        key: format!("{W}:1:0"),
+        to: ActorId::new(Role::Receiver, 0),
+        attempt: 1,
+    };
+    run.push(worker(1), send);
+    let suspended = Op::Preempted {
+        step: "schedule_retry".into(),
+        point: "xSync of the WAL".into(),
+    };
+    run.push(worker(1), suspended);
+    pending(&mut run, worker(0), 4, &[]);
+    let violation = run.only(Invariant::I1, "left out trip-1:2:0");
+    assert!(!violation.message.contains("trip-1:1:0"), "{}", violation.message);
+}
+
 #[test]
 fn a_commands_answer_that_contradicts_the_marks_is_i6() {
     let id = format!("{W}:1:0");
