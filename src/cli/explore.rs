@@ -8,13 +8,12 @@ use anyhow::{Context, anyhow, bail};
 use clap::Args;
 
 use super::output::failure_lines;
-use super::sut::Choice;
-use super::{Format, ModeArg, ReportArgs, SutArgs, parse_seed_arg};
+use super::sut::{Choice, Traced, traced};
+use super::{Format, ReportArgs, SutArgs, parse_seed_arg};
 use crate::capsule::Capsule;
 use crate::exit::Exit;
 use crate::explore::{Bounds, Exploration, explore as explore_run};
 use crate::report::atomic;
-use crate::runner::Options;
 use crate::scenario;
 
 #[derive(Args, Debug)]
@@ -53,7 +52,7 @@ pub struct ExploreArgs {
 }
 
 pub fn explore(args: &ExploreArgs) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::resolve(&args.scenario)?;
+    let loaded = scenario::resolve(&args.scenario)?;
     let Some(preempt) = loaded.scenario.preempt.clone() else {
         bail!(
             "{}: explore enumerates suspensions inside the store's calls: the scenario needs a [preempt] section",
@@ -70,22 +69,12 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Exit> {
     if let Some(hold) = holds.iter().find(|hold| !(1..=1_000_000).contains(*hold)) {
         bail!("--holds: {hold} is not 1..=1000000 ticks");
     }
-    if let Some(mutant) = &args.mutant {
-        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
-    }
-    let choice = Choice::from_args(&args.sut, ModeArg::InProcess, args.mutant.as_deref())?;
-    if let Choice::Outside(adapter) = &choice {
-        loaded = loaded.with_sut(&adapter.identity().name);
-    }
-    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
-    let options = Options {
-        work_dir: work.path(),
-        keep_failed: false,
-        keep_traces: true,
-        sut: choice.sut(&loaded, &args.sut)?,
-        check_determinism: false,
-        files: Default::default(),
-    };
+    let Traced {
+        loaded,
+        choice,
+        options,
+        work: _work,
+    } = traced(loaded, args.mutant.as_deref(), &args.sut, args.dir.as_deref())?;
     let human = args.format == Format::Human;
     let bar = super::output::progress_bar(human, 0, &loaded.label(), "schedules");
     let mut progress = |schedules: u64| bar.set_position(schedules);

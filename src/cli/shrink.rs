@@ -5,40 +5,29 @@ use std::path::PathBuf;
 use anyhow::{Context, anyhow};
 
 use super::output::failure_lines;
-use super::sut::Choice;
-use super::{Format, ModeArg, ShrinkArgs};
+use super::sut::{Choice, Traced, traced};
+use super::{Format, ShrinkArgs};
 use crate::capsule::Capsule;
 use crate::exit::Exit;
 use crate::report::number::thousands;
 use crate::report::{self, atomic, junit, markdown};
-use crate::runner::Options;
 use crate::scenario;
 use crate::shrink::{ShrinkError, Size, shrink as shrink_run};
 
 pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
-    let mut loaded = scenario::resolve(&args.scenario)?;
-    if let Some(mutant) = &args.mutant {
-        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
-    }
-    let choice = Choice::from_args(&args.sut, ModeArg::InProcess, args.mutant.as_deref())?;
-    if let Choice::Outside(adapter) = &choice {
-        loaded = loaded.with_sut(&adapter.identity().name);
-    }
-    let seed = args.seed.or(loaded.scenario.seed).ok_or_else(|| {
+    let resolved = scenario::resolve(&args.scenario)?;
+    let seed = args.seed.or(resolved.scenario.seed).ok_or_else(|| {
         anyhow!(
             "{}: no --seed given and the scenario sets no `seed`",
             args.scenario.display()
         )
     })?;
-    let work = super::workdir::WorkDir::open(args.dir.as_deref())?;
-    let options = Options {
-        work_dir: work.path(),
-        keep_failed: false,
-        keep_traces: true,
-        sut: choice.sut(&loaded, &args.sut)?,
-        check_determinism: false,
-        files: Default::default(),
-    };
+    let Traced {
+        loaded,
+        choice,
+        options,
+        work: _work,
+    } = traced(resolved, args.mutant.as_deref(), &args.sut, args.dir.as_deref())?;
     let human = args.format == Format::Human;
     #[expect(
         clippy::disallowed_methods,

@@ -99,3 +99,44 @@ fn timeout(sut: &SutArgs) -> anyhow::Result<Duration> {
     }
     Ok(Duration::from_secs_f64(sut.sut_timeout))
 }
+
+/// The store one seed is run against by `shrink` and `explore`: `loaded`
+/// with `mutant` or the outside store in its place, and options that keep
+/// every run's trace, in a work directory held as long as this is.
+pub struct Traced {
+    pub loaded: Loaded,
+    pub choice: Choice,
+    pub options: crate::runner::Options,
+    /// Held while the runs need it: dropping it removes the directory.
+    pub work: super::workdir::WorkDir,
+}
+
+pub fn traced(
+    mut loaded: Loaded,
+    mutant: Option<&str>,
+    sut: &SutArgs,
+    dir: Option<&std::path::Path>,
+) -> anyhow::Result<Traced> {
+    if let Some(mutant) = mutant {
+        loaded = loaded.with_mutant(mutant).map_err(anyhow::Error::msg)?;
+    }
+    let choice = Choice::from_args(sut, ModeArg::InProcess, mutant)?;
+    if let Choice::Outside(adapter) = &choice {
+        loaded = loaded.with_sut(&adapter.identity().name);
+    }
+    let work = super::workdir::WorkDir::open(dir)?;
+    let options = crate::runner::Options {
+        work_dir: work.path(),
+        keep_failed: false,
+        keep_traces: true,
+        sut: choice.sut(&loaded, sut)?,
+        check_determinism: false,
+        files: Default::default(),
+    };
+    Ok(Traced {
+        loaded,
+        choice,
+        options,
+        work,
+    })
+}
