@@ -157,6 +157,34 @@ fn marked(mark: &str) -> Vec<i32> {
     pids
 }
 
+/// What a failure needs to name a process left behind: its state, parent,
+/// group and command line, where it waits, and what its descriptors are.
+fn described(pids: &[i32]) -> String {
+    let read = |pid: i32, what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+    pids.iter()
+        .map(|pid| {
+            let stat = String::from_utf8_lossy(&read(*pid, "stat")).trim().to_string();
+            let cmdline = String::from_utf8_lossy(&read(*pid, "cmdline")).replace('\0', " ");
+            let wchan = String::from_utf8_lossy(&read(*pid, "wchan")).to_string();
+            let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|entries| {
+                    let mut fds: Vec<String> = entries
+                        .flatten()
+                        .map(|entry| {
+                            let target = std::fs::read_link(entry.path()).unwrap_or_default();
+                            format!("{}->{}", entry.file_name().to_string_lossy(), target.display())
+                        })
+                        .collect();
+                    fds.sort();
+                    fds.join(" ")
+                })
+                .unwrap_or_default();
+            format!("  {pid}: stat `{stat}`\n    cmdline `{cmdline}` wchan `{wchan}`\n    fds {fds}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Polls `done` every 50 ms for at most `limit`.
 fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let steps = limit.as_millis() / 50;
@@ -225,8 +253,8 @@ fn no_adapter_process_outlives_a_crashsim_killed_with_sigkill() {
         };
         assert!(
             within(Duration::from_secs(20), || left().is_empty()),
-            "{fork}, `{command}`: adapter processes outlived crashsim: {:?}",
-            left()
+            "{fork}, `{command}`: adapter processes outlived crashsim (pid {crashsim}):\n{}",
+            described(&left())
         );
     }
 }

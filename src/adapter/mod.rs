@@ -17,6 +17,7 @@
 
 mod client;
 pub mod fork;
+mod gate;
 mod lines;
 mod process;
 pub mod protocol;

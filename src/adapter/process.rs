@@ -20,9 +20,8 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -30,6 +29,7 @@ use serde_json::{Map, Value};
 
 use super::fork::client::ForkServer;
 use super::fork::{Ended, ForkError};
+use super::gate::Gated;
 use super::lines::{Lines, ReadError};
 use super::protocol::{self, Answer, ErrorKind};
 use super::rendezvous::Rendezvous;
@@ -160,17 +160,17 @@ impl AdapterProcess {
     pub fn spawn(command: &str, label: &str, timeout: Duration, log: &SharedLog) -> Result<AdapterProcess, CallError> {
         interrupt::become_subreaper();
         let stderr = stderr_file(log, label)?;
-        let mut child = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
+        let cannot =
+            |error: std::io::Error| CallError::Broken(format!("cannot start the adapter `{command}`: {error}"));
+        let mut gated = Gated::shell(command).map_err(cannot)?;
+        gated
+            .command()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .env("CRASHSIM_ADAPTER_PROTOCOL", protocol::VERSION.to_string())
-            .envs(log.borrow().env.iter().map(|(key, value)| (key, value)))
-            .process_group(0)
-            .spawn()
-            .map_err(|error| CallError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;
+            .envs(log.borrow().env.iter().map(|(key, value)| (key, value)));
+        let (mut child, group) = gated.spawn().map_err(cannot)?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();
@@ -181,8 +181,7 @@ impl AdapterProcess {
         Ok(AdapterProcess::new(
             command,
             label,
-            Origin::Spawned,
-            pid,
+            (Origin::Spawned, pid, group),
             (stdin, stdout),
             timeout,
             log,
@@ -201,9 +200,17 @@ impl AdapterProcess {
     ) -> Result<AdapterProcess, CallError> {
         let forked = server.borrow_mut().fork(label, stderr_file(log, label)?)?;
         let origin = Origin::Forked(Rc::clone(server));
+        // The fork server is guarded already, and kills its children when
+        // crashsim is gone (they die with it too).
+        let group = interrupt::guard_group(forked.pid);
         let pipes = (forked.requests, forked.answers);
         Ok(AdapterProcess::new(
-            command, label, origin, forked.pid, pipes, timeout, log,
+            command,
+            label,
+            (origin, forked.pid, group),
+            pipes,
+            timeout,
+            log,
         ))
     }
 
@@ -212,13 +219,11 @@ impl AdapterProcess {
     fn new(
         command: &str,
         label: &str,
-        origin: Origin,
-        pid: i32,
+        (origin, pid, group): (Origin, i32, GroupGuard),
         (stdin, stdout): (File, File),
         timeout: Duration,
         log: &SharedLog,
     ) -> AdapterProcess {
-        let group = interrupt::guard_group(pid);
         let stderr = stderr_path(log, label).display().to_string();
         log.borrow_mut().processes.push(ProcessRecord {
             label: label.to_string(),

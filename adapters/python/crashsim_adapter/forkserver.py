@@ -56,10 +56,13 @@ def _prctl():
         return None
 
 
-def _die_with_parent(prctl):
-    """SIGKILL this process when the server dies (Linux; best effort)."""
+def _die_with_parent(prctl, server):
+    """SIGKILL this process when the server dies (Linux; best effort), and
+    exit now if it died before the request took effect."""
     if prctl is not None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server:
+        os._exit(1)
 
 
 def _answer(channel, **fields):
@@ -128,6 +131,7 @@ def run():
                 continue
             sys.stdout.flush()
             sys.stderr.flush()
+            server = os.getpid()
             try:
                 pid = os.fork()
             except OSError as exc:
@@ -137,7 +141,7 @@ def run():
             if pid == 0:
                 channel.close()
                 os.setpgid(0, 0)
-                _die_with_parent(prctl)
+                _die_with_parent(prctl, server)
                 for target, fd in enumerate(fds):
                     os.dup2(fd, target)
                 _close(fds)

@@ -10,13 +10,13 @@
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use super::channel::{self, Received};
 use super::{Answer, ENV_FORK_SERVER, Ended, ForkError, Request};
+use crate::adapter::gate::Gated;
 use crate::interrupt::{self, GroupGuard};
 
 /// A running fork server.
@@ -53,9 +53,11 @@ impl ForkServer {
         let stderr = File::create(stderr_path).map_err(|error| broken("its stderr file", error))?;
         let stdout = stderr.try_clone().map_err(|error| broken("its stderr file", error))?;
         let (control, theirs) = channel::pair().map_err(|error| broken("a socket pair", error))?;
-        let child = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
+        let cannot =
+            |error: std::io::Error| ForkError::Broken(format!("cannot start the adapter `{command}`: {error}"));
+        let mut gated = Gated::shell(command).map_err(cannot)?;
+        gated
+            .command()
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::from(stdout))
             .stderr(Stdio::from(stderr))
@@ -64,11 +66,8 @@ impl ForkServer {
                 crate::adapter::protocol::VERSION.to_string(),
             )
             .env(ENV_FORK_SERVER, "1")
-            .envs(env.iter().map(|(key, value)| (key, value)))
-            .process_group(0)
-            .spawn()
-            .map_err(|error| ForkError::Broken(format!("cannot start the adapter `{command}`: {error}")))?;
-        let group = interrupt::guard_group(child.id() as i32);
+            .envs(env.iter().map(|(key, value)| (key, value)));
+        let (child, group) = gated.spawn().map_err(cannot)?;
         Ok(ForkServer {
             command: command.to_string(),
             child,

@@ -17,7 +17,7 @@
 //! - `server`: the server's side for `crashsim serve` (the Python SDK has
 //!   its own, in `adapters/python/crashsim_adapter/forkserver.py`).
 
-mod channel;
+pub(crate) mod channel;
 pub mod client;
 pub mod server;
 

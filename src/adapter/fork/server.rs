@@ -94,6 +94,8 @@ fn fork(fds: Vec<OwnedFd>) -> Forked {
     if fds.len() != 3 {
         return Forked::Failed(format!("a fork request carries 3 descriptors, this one {}", fds.len()));
     }
+    // SAFETY: getpid has no preconditions.
+    let server = unsafe { libc::getpid() };
     // SAFETY: a single-threaded process (checked at start), so the child's
     // copy of every lock and buffer is consistent.
     let pid = unsafe { libc::fork() };
@@ -106,6 +108,11 @@ fn fork(fds: Vec<OwnedFd>) -> Forked {
         unsafe {
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // A server that died before the request took effect sends
+            // nothing: its child goes now.
+            if libc::getppid() != server {
+                libc::_exit(1);
+            }
             for (target, fd) in fds.iter().enumerate() {
                 libc::dup2(fd.as_raw_fd(), target as libc::c_int);
             }
