@@ -117,11 +117,17 @@ fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
     let Some(python) = python() else { return };
     let command = example(&python, "call", "lookup_outside_txn");
     let violations = caught(&command, Invariant::I2);
-    // The first line names the cause.
+    // The first line names the cause, and the statements around the point
+    // (from the store's own SQLite, through crashsim's extension): the
+    // other receiver's transaction that applied it meanwhile.
     assert!(
-        violations
-            .iter()
-            .any(|violation| violation.message.contains("an interleaving inside the call")),
+        violations.iter().any(|violation| {
+            let line = &violation.message;
+            line.contains("an interleaving inside the call")
+                && line.contains(", in `")
+                && line.contains("(running `BEGIN IMMEDIATE`; `INSERT INTO effects")
+                && line.contains("`COMMIT`)")
+        }),
         "{violations:#?}"
     );
     // Without suspensions nothing comes between its lookup and its apply.
@@ -138,11 +144,18 @@ fn a_lookup_outside_the_transaction_is_caught_only_when_calls_are_suspended() {
 fn a_head_read_before_begin_is_caught_at_call_granularity() {
     let Some(python) = python() else { return };
     let violations = caught(&example(&python, "call", "head_outside_txn"), Invariant::I3);
-    // The first line names the cause: the overtaken writer's suspended append.
+    // The first line names the cause: the overtaken writer's suspended
+    // append, in its read of the head, and the other writer's commit.
     assert!(
         violations.iter().any(|violation| violation.invariant == Invariant::I3
             && violation.message.contains("an interleaving inside the call")
-            && violation.message.contains("`append` was suspended inside SQLite")),
+            && violation.message.contains("`append` was suspended inside SQLite")
+            && violation
+                .message
+                .contains(", in `SELECT COALESCE(MAX(seq), 0) FROM events WHERE workflow_id = ?`)")
+            && violation
+                .message
+                .contains("(running `BEGIN IMMEDIATE`; `INSERT OR IGNORE INTO events")),
         "{violations:#?}"
     );
 }
@@ -162,6 +175,13 @@ fn the_in_process_mutant_of_the_same_kind_is_caught() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
     assert!(text.contains("I2 one side effect per command_id"), "{text}");
+    // crashsim serves the built-in store on its own SQLite: the statements
+    // around the point come from there.
+    assert!(
+        text.contains(", in `SELECT digest, result FROM dedup WHERE key = ?1`)")
+            && text.contains("(running `BEGIN IMMEDIATE`; `INSERT INTO effects"),
+        "{text}"
+    );
 }
 
 /// The trace hash `replay` prints for seed 3 of `interleave` with `flags`.

@@ -135,10 +135,12 @@ pub(crate) fn retry_or_crash<T>(ctx: &mut Ctx<'_>, step: &str, result: store::Re
             ctx.record(crate::trace::Op::Queued { step: step.to_string() });
             Err(Next::Continue)
         }
-        Err(store::StoreError::Preempted(point)) => {
+        Err(store::StoreError::Preempted { point, sql }) => {
             ctx.record(crate::trace::Op::Preempted {
                 step: step.to_string(),
                 point,
+                sql,
+                meanwhile: Vec::new(),
             });
             Err(Next::Preempted)
         }

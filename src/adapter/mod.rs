@@ -326,7 +326,7 @@ fn message_of(error: CallError, command: &str, stderr: &str) -> String {
         ),
         CallError::Died(_) => format!("the adapter `{command}` exited before answering `hello`"),
         CallError::Broken(message) => message,
-        CallError::Preempted(point) => format!("the adapter `{command}` parked at {point} during `hello`"),
+        CallError::Preempted { point, .. } => format!("the adapter `{command}` parked at {point} during `hello`"),
     };
     if stderr.is_empty() {
         cause

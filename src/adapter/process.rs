@@ -86,7 +86,7 @@ pub enum CallError {
     Broken(String),
     /// The call is parked inside the store's SQLite at the point named: ask
     /// it again to let it go on.
-    Preempted(String),
+    Preempted { point: String, sql: Option<String> },
 }
 
 impl From<ForkError> for CallError {
@@ -110,7 +110,7 @@ impl CallError {
                 ErrorKind::Unsupported => StoreError::Broken(answer.message),
             },
             CallError::Died(cause) => StoreError::Died(cause),
-            CallError::Preempted(point) => StoreError::Preempted(point),
+            CallError::Preempted { point, sql } => StoreError::Preempted { point, sql },
             CallError::Broken(message) => StoreError::Broken(message),
         }
     }
@@ -292,6 +292,7 @@ impl AdapterProcess {
             Ok(answer) => answer,
             Err(ReadError::Parked(ticket, at)) => {
                 let point = at.describe();
+                let sql = rendezvous.as_deref().and_then(Rendezvous::running_statement);
                 self.parked = Some(Parked {
                     id,
                     op: op.to_string(),
@@ -299,7 +300,7 @@ impl AdapterProcess {
                     line,
                     ticket,
                 });
-                return Err(CallError::Preempted(point));
+                return Err(CallError::Preempted { point, sql });
             }
             Err(ReadError::Eof) => {
                 self.record(op, &line, "");

@@ -78,6 +78,12 @@ impl Rendezvous {
         })
     }
 
+    /// The statement the actor whose step runs was running last (the one a
+    /// call that just parked is in), if the ring still holds it.
+    pub fn running_statement(&self) -> Option<String> {
+        self.control.statements.last_of_running().map(|statement| statement.sql)
+    }
+
     /// A parked call's process was killed: it is parked no more.
     pub fn killed_parked(&self) {
         self.control.unparked();

@@ -146,7 +146,7 @@ pub fn suspended_append(session: &mut Session, budget: Budget) -> Result<Sample,
         // The call goes on where it stopped; nothing else parks it.
         control.arm_preempt(None);
         let answered = match parked {
-            Err(StoreError::Preempted(_)) => session.append(&[]),
+            Err(StoreError::Preempted { .. }) => session.append(&[]),
             Ok(_) => Err(StoreError::Broken(
                 "an append armed to park at its first scheduling point answered without parking".to_string(),
             )),

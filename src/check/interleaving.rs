@@ -3,6 +3,10 @@
 //! SQLite while another receiver applied the same command, and then
 //! applied it too (I2); a writer whose append was suspended while another
 //! writer committed from the same head, and then committed too (I3).
+//!
+//! Where crashsim saw them (a store's SQLite with its extension), the line
+//! names the statements around the point: the one the suspended connection
+//! was in, and those the other actor's connection ran meanwhile.
 
 use crate::actors::ActorId;
 use crate::trace::{Op, TraceEvent};
@@ -33,18 +37,23 @@ pub fn apply_between(events: &[TraceEvent], key: &str) -> Option<String> {
             .filter(|tick| *tick < first.tick)
             .max()
             .unwrap_or(0);
-        let suspended = events.iter().find(|event| {
+        let suspended = events.iter().position(|event| {
             event.actor == second.actor
                 && (started..=first.tick).contains(&event.tick)
                 && matches!(&event.op, Op::Preempted { step, .. } if step == "handle")
         });
-        if let Some(event) = suspended
-            && let Op::Preempted { point, .. } = &event.op
+        if let Some(index) = suspended
+            && let Op::Preempted { point, sql, .. } = &events[index].op
         {
             return Some(format!(
                 "an interleaving inside the call: {}'s `handle` of it was suspended inside SQLite at tick {} \
-                 ({point}) while {} applied it at tick {}, then applied it again",
-                second.actor, event.tick, first.actor, first.tick
+                 ({}) while {} applied it at tick {}{}, then applied it again",
+                second.actor,
+                events[index].tick,
+                at(point, sql.as_deref()),
+                first.actor,
+                first.tick,
+                meanwhile(events, index, first.actor, first.tick)
             ));
         }
     }
@@ -71,19 +80,62 @@ pub fn commit_between(events: &[TraceEvent], first: (ActorId, u64), second: (Act
         .map(|event| event.tick)
         .max()
         .unwrap_or(0);
-    let suspended = events.iter().find(|event| {
+    let index = events.iter().position(|event| {
         event.actor == second_actor
             && (started..=first_tick).contains(&event.tick)
             && matches!(&event.op, Op::Preempted { step, .. } if APPEND_STEPS.contains(&step.as_str()))
     })?;
-    let Op::Preempted { step, point } = &suspended.op else {
+    let Op::Preempted { step, point, sql, .. } = &events[index].op else {
         return None;
     };
     Some(format!(
         "an interleaving inside the call: {second_actor}'s `{step}` was suspended inside SQLite at tick {} \
-         ({point}) while {first_actor} committed from the same head at tick {first_tick}, then was acknowledged too",
-        suspended.tick
+         ({}) while {first_actor} committed from the same head at tick {first_tick}{}, then was acknowledged too",
+        events[index].tick,
+        at(point, sql.as_deref()),
+        meanwhile(events, index, first_actor, first_tick)
     ))
+}
+
+/// The longest a statement is quoted in a first line.
+const QUOTED: usize = 72;
+
+fn quoted(sql: &str) -> String {
+    match sql.char_indices().nth(QUOTED) {
+        Some((cut, _)) => format!("`{}…`", &sql[..cut]),
+        None => format!("`{sql}`"),
+    }
+}
+
+/// The point, and the statement the suspended connection was in there.
+fn at(point: &str, sql: Option<&str>) -> String {
+    match sql {
+        Some(sql) => format!("{point}, in {}", quoted(sql)),
+        None => point.to_string(),
+    }
+}
+
+/// The statements `by` ran up to tick `until` (its commit or effect) while
+/// the actor suspended at `events[index]` waited, across that suspension
+/// and its later ones, as a clause; empty if the trace has none.
+fn meanwhile(events: &[TraceEvent], index: usize, by: ActorId, until: u64) -> String {
+    let suspended = &events[index];
+    let ran: Vec<String> = events[index..]
+        .iter()
+        .take_while(|event| event.tick <= until)
+        .filter(|event| event.actor == suspended.actor)
+        .filter_map(|event| match &event.op {
+            Op::Preempted { meanwhile, .. } => Some(meanwhile),
+            _ => None,
+        })
+        .flatten()
+        .filter(|ran| ran.actor == by && (suspended.tick..=until).contains(&ran.tick))
+        .map(|ran| quoted(&ran.sql))
+        .collect();
+    match ran.is_empty() {
+        true => String::new(),
+        false => format!(" (running {})", ran.join("; ")),
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +164,8 @@ mod tests {
         let op = Op::Preempted {
             step: "handle".to_string(),
             point: "xShmLock READ1 shared unlock".to_string(),
+            sql: None,
+            meanwhile: Vec::new(),
         };
         event(tick, receiver, op)
     }
@@ -141,6 +195,8 @@ mod tests {
         let suspended = Op::Preempted {
             step: "append".to_string(),
             point: "xShmLock WRITE exclusive lock".to_string(),
+            sql: None,
+            meanwhile: Vec::new(),
         };
         let events = [
             writer(2, 1, commit()),
@@ -177,5 +233,35 @@ mod tests {
         assert_eq!(apply_between(&[apply(7, 0), apply(9, 1)], "k"), None);
         assert_eq!(apply_between(&[apply(7, 0), preempted(8, 1), apply(9, 1)], "k"), None);
         assert_eq!(apply_between(&[preempted(5, 0), apply(7, 0), apply(9, 0)], "k"), None);
+    }
+
+    #[test]
+    fn the_statements_around_the_point_are_named_when_the_trace_has_them() {
+        let ran = |receiver: u32, tick: u64, sql: &str| crate::trace::Ran {
+            actor: ActorId::new(Role::Receiver, receiver),
+            tick,
+            sql: sql.to_string(),
+        };
+        let suspended = Op::Preempted {
+            step: "handle".to_string(),
+            point: "xShmLock READ1 shared unlock".to_string(),
+            sql: Some("SELECT 1 FROM dedup WHERE key = ?".to_string()),
+            meanwhile: vec![
+                ran(0, 6, "BEGIN IMMEDIATE"),
+                ran(2, 6, "DELETE FROM dedup"),
+                ran(0, 7, "COMMIT"),
+                // After the effect it is charged with: not part of it.
+                ran(0, 8, "BEGIN IMMEDIATE"),
+            ],
+        };
+        let events = [event(5, 1, suspended), apply(7, 0), apply(9, 1)];
+        let cause = apply_between(&events, "k").expect("named");
+        assert!(
+            cause.contains("(xShmLock READ1 shared unlock, in `SELECT 1 FROM dedup WHERE key = ?`)")
+                && cause.contains("applied it at tick 7 (running `BEGIN IMMEDIATE`; `COMMIT`), then"),
+            "{cause}"
+        );
+        let long = "x".repeat(QUOTED + 10);
+        assert_eq!(quoted(&long), format!("`{}…`", "x".repeat(QUOTED)));
     }
 }

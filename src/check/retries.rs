@@ -344,6 +344,8 @@ mod tests {
         let suspended = Op::Preempted {
             step: "pending".into(),
             point: "xShmLock READ1 shared unlock".into(),
+            sql: None,
+            meanwhile: Vec::new(),
         };
         fixture.push(ActorId::new(Role::Worker, 1), suspended);
         scheduled(&mut fixture, now + 100);

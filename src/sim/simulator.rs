@@ -26,6 +26,7 @@
 
 mod ending;
 mod lifecycle;
+mod meanwhile;
 mod network;
 mod output;
 mod pause;
@@ -268,6 +269,8 @@ impl<'a> Simulator<'a> {
                 preempt_steps: 0,
                 waits: Prng::derive(seed, &format!("{id}/preempt-wait")),
                 parked: false,
+                parked_sql: 0,
+                parked_event: None,
             })
             .collect();
 
@@ -484,7 +487,7 @@ impl<'a> Simulator<'a> {
             Life::Booting => {
                 // A new connection that waits for a lock a suspended call
                 // holds yields too; the boot is then retried as a busy one.
-                self.arm_preempt_waits();
+                self.arm_preempt_waits(slot);
                 let next = self.boot(slot);
                 self.disarm_preempt();
                 next

@@ -20,9 +20,10 @@ pub enum StoreError {
     /// The call is parked inside the store's SQLite, at the scheduling
     /// point named (`preempt`: another connection runs meanwhile). Ask
     /// again with the same arguments: the call goes on where it stopped,
-    /// and that answer is its real outcome.
-    #[error("preempted at {0}: ask again")]
-    Preempted(String),
+    /// and that answer is its real outcome. `sql` is the statement the
+    /// call's connection was running there, if crashsim saw it.
+    #[error("preempted at {point}: ask again")]
+    Preempted { point: String, sql: Option<String> },
     /// Bad input to the operation (for example an unknown command kind).
     #[error("{0}")]
     Invalid(String),
@@ -76,7 +77,10 @@ impl StoreError {
             },
             StoreError::Busy => StoreError::Busy,
             StoreError::Pending => StoreError::Pending,
-            StoreError::Preempted(point) => StoreError::Preempted(point.clone()),
+            StoreError::Preempted { point, sql } => StoreError::Preempted {
+                point: point.clone(),
+                sql: sql.clone(),
+            },
             StoreError::Invalid(message) => StoreError::Invalid(message.clone()),
             StoreError::Failed(message) => StoreError::Failed(message.clone()),
             StoreError::Died(message) => StoreError::Died(message.clone()),

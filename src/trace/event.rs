@@ -19,6 +19,21 @@ pub struct TraceEvent {
     pub op: Op,
 }
 
+/// A statement another actor's connection started while a call was
+/// suspended (`Op::Preempted`'s `meanwhile`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ran {
+    pub actor: ActorId,
+    pub tick: u64,
+    pub sql: String,
+}
+
+impl std::fmt::Display for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at tick {}: `{}`", self.actor, self.tick, self.sql)
+    }
+}
+
 /// An append a writer's transaction committed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Appended {
@@ -278,10 +293,20 @@ pub enum Op {
     /// The step's call was suspended inside the store's SQLite at `point`
     /// (`[preempt]`): other actors run, then the actor asks again and the
     /// call goes on where it stopped. Until then it may have done anything
-    /// its statements so far do (a commit included).
+    /// its statements so far do (a commit included). `sql`: the statement
+    /// its connection was running there, as the store's SQLite started it.
+    /// `meanwhile`: of the statements the other actors' connections started
+    /// until the call was asked again, each same-role actor's last complete
+    /// write (`sim::simulator::meanwhile`), filled in then: the suspension
+    /// is one fact, and no event of the actor's comes between it and its
+    /// call's answer.
     Preempted {
         step: String,
         point: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        sql: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        meanwhile: Vec<Ran>,
     },
     /// The step failed for another reason.
     Failed {

@@ -8,5 +8,5 @@ pub mod recorder;
 pub mod render;
 
 pub use actor::{ActorId, Role};
-pub use event::{Appended, Claimed, HeadSeen, Loaded, Op, TraceEvent};
+pub use event::{Appended, Claimed, HeadSeen, Loaded, Op, Ran, TraceEvent};
 pub use recorder::{Recorder, trace_hash};

@@ -25,6 +25,12 @@ impl Recorder {
         self.events.push(TraceEvent { tick, actor, op });
     }
 
+    /// The event at `index`, to complete a fact that ends later (a
+    /// suspension's `meanwhile`).
+    pub fn event_mut(&mut self, index: usize) -> Option<&mut TraceEvent> {
+        self.events.get_mut(index)
+    }
+
     pub fn events(&self) -> &[TraceEvent] {
         &self.events
     }

@@ -235,7 +235,21 @@ pub fn describe(op: &Op) -> String {
         ),
         Op::Busy { step } => format!("{step}: busy, retry later"),
         Op::Queued { step } => format!("{step}: queued for a group commit, ask again"),
-        Op::Preempted { step, point } => format!("{step}: preempted at {point}, other actors run"),
+        Op::Preempted {
+            step,
+            point,
+            sql,
+            meanwhile,
+        } => {
+            let at = match sql {
+                Some(sql) => format!("{point} in `{sql}`"),
+                None => point.clone(),
+            };
+            match meanwhile.is_empty() {
+                true => format!("{step}: preempted at {at}, other actors run"),
+                false => format!("{step}: preempted at {at}, meanwhile {}", joined(meanwhile)),
+            }
+        }
         Op::Failed { step, error } => format!("{step} FAILED: {error}"),
         Op::Died { step, cause } => format!("{step} STORE DIED: {cause}"),
         Op::RetryScheduled {
@@ -307,4 +321,9 @@ pub fn describe(op: &Op) -> String {
             )
         }
     }
+}
+
+/// Statements run meanwhile, in one clause.
+pub fn joined(ran: &[crate::trace::Ran]) -> String {
+    ran.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }

@@ -54,6 +54,17 @@ unsafe extern "C" fn exec(
     unsafe { ffi::sqlite3_exec(db.cast(), sql, callback, argument, error) }
 }
 
+unsafe extern "C" fn trace_v2(
+    db: *mut own::sqlite3,
+    mask: std::ffi::c_uint,
+    callback: Option<own::TraceCallback>,
+    context: *mut c_void,
+) -> c_int {
+    // SAFETY: `own::sqlite3` is the same opaque connection, and the
+    // callback the same C type rusqlite declares.
+    unsafe { ffi::sqlite3_trace_v2(db.cast(), mask, callback, context) }
+}
+
 /// The linked SQLite's VFS registry, and what a weaker default
 /// `synchronous` needs (`crashsim_vfs::shim::default_level`).
 pub fn api() -> Api {
@@ -65,6 +76,7 @@ pub fn api() -> Api {
             auto_extension,
             file_control,
             exec,
+            trace_v2: Some(trace_v2),
         }),
     }
 }

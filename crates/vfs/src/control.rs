@@ -98,10 +98,14 @@ pub struct Control {
     /// the futex word parked processes wait on.
     pub resume: AtomicU32,
     _pad: AtomicU32,
+    /// The statements store processes started while preemption was live
+    /// (`statements`): how many so far, the actor crashsim says runs, and
+    /// the last few.
+    pub statements: crate::statements::Ring,
 }
 
 /// The region's size on disk: room to grow without a new layout.
-pub const SIZE: usize = 4096;
+pub const SIZE: usize = 32768;
 const _: () = assert!(std::mem::size_of::<Control>() <= SIZE);
 
 const PROT_READ: i32 = 1;

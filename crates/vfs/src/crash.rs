@@ -215,6 +215,11 @@ impl Hooks for CrashHooks {
         self.control.defaults_applied.fetch_add(1, Ordering::AcqRel);
     }
 
+    fn statements(&self) -> Option<&'static Control> {
+        // A process that may park is a store's: crashsim names its SQL.
+        self.park_dir.is_some().then_some(self.control)
+    }
+
     fn randomness(&self, out: &mut [u8]) -> bool {
         let Some(stream) = &self.randomness else {
             return false;

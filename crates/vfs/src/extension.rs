@@ -125,6 +125,22 @@ unsafe fn host_api(routines: *const c_void) -> Option<(Api, c_int)> {
                         *mut *mut c_char,
                     ) -> c_int,
                 >(exec),
+                // The table is as long as the host's version made it: the
+                // slot exists from 3.14 on.
+                trace_v2: (version() >= 3_014_000)
+                    .then(|| slot(api_slot::TRACE_V2))
+                    .flatten()
+                    .map(|trace_v2| {
+                        std::mem::transmute::<
+                            unsafe extern "C" fn(),
+                            unsafe extern "C" fn(
+                                *mut ffi::sqlite3,
+                                std::ffi::c_uint,
+                                Option<ffi::TraceCallback>,
+                                *mut c_void,
+                            ) -> c_int,
+                        >(trace_v2)
+                    }),
             }),
             _ => None,
         };

@@ -12,7 +12,7 @@
 
 #![allow(non_camel_case_types, non_snake_case)]
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 pub type sqlite3_filename = *const c_char;
 pub type sqlite3_syscall_ptr = Option<unsafe extern "C" fn()>;
@@ -104,7 +104,17 @@ pub struct ConnectionApi {
     pub file_control: unsafe extern "C" fn(*mut sqlite3, *const c_char, c_int, *mut c_void) -> c_int,
     pub exec:
         unsafe extern "C" fn(*mut sqlite3, *const c_char, Option<ExecCallback>, *mut c_void, *mut *mut c_char) -> c_int,
+    /// `sqlite3_trace_v2` (SQLite 3.14 on), for the statements a suspension
+    /// names (`statements`); `None` where the host lacks it.
+    pub trace_v2: Option<unsafe extern "C" fn(*mut sqlite3, c_uint, Option<TraceCallback>, *mut c_void) -> c_int>,
 }
+
+/// A `sqlite3_trace_v2` callback: the event's code, the context, and its
+/// two arguments (for `SQLITE_TRACE_STMT`, the statement and its SQL).
+pub type TraceCallback = unsafe extern "C" fn(c_uint, *mut c_void, *mut c_void, *mut c_void) -> c_int;
+
+/// `sqlite3_trace_v2`'s event for a statement starting.
+pub const SQLITE_TRACE_STMT: c_uint = 0x01;
 
 pub const SQLITE_OK: c_int = 0;
 pub const SQLITE_BUSY: c_int = 5;
@@ -150,4 +160,5 @@ pub mod api_slot {
     pub const VFS_REGISTER: usize = 142;
     pub const VFS_UNREGISTER: usize = 143;
     pub const AUTO_EXTENSION: usize = 192;
+    pub const TRACE_V2: usize = 214;
 }

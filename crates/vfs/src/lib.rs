@@ -15,6 +15,8 @@
 //! - `crash`: the crash VFS's hooks over those.
 //! - `preempt`: scheduling points inside SQLite, and parking a store's
 //!   process at one until crashsim lets it go on.
+//! - `statements`: the SQL a store's connections started while preemption
+//!   was live, so a suspension names the statements around it.
 //! - `extension`: the loadable extension's entry point.
 
 pub mod control;
@@ -26,3 +28,4 @@ pub mod log;
 pub mod memory;
 pub mod preempt;
 pub mod shim;
+pub mod statements;

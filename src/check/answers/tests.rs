@@ -395,6 +395,8 @@ fn a_row_whose_timer_is_being_stored_by_a_suspended_call_is_not_due() {
     let suspended = Op::Preempted {
         step: "schedule_retry".into(),
         point: "xSync of the WAL".into(),
+        sql: None,
+        meanwhile: Vec::new(),
     };
     run.push(worker(1), suspended);
     pending(&mut run, worker(0), 4, &[]);

@@ -258,6 +258,12 @@ fn the_timeline_shows_a_suspended_call_as_a_span() {
     let suspended = Op::Preempted {
         step: "mark_done".into(),
         point: "xShmLock WRITE<".into(),
+        sql: Some("UPDATE outbox SET processed_at = ? WHERE command_id = ?".into()),
+        meanwhile: vec![crate::trace::Ran {
+            actor: worker(0),
+            tick: 158,
+            sql: "DELETE FROM leases WHERE k = '<'".into(),
+        }],
     };
     events.insert(8, at(156, worker(1), suspended));
     let page = seed_page(&result, "crashsim replay leases --seed 7");
@@ -266,7 +272,14 @@ fn the_timeline_shows_a_suspended_call_as_a_span() {
         page.contains("ticks 156–160: call suspended inside SQLite (others run)"),
         "{page}"
     );
-    assert!(page.contains("its mark_done suspended at xShmLock WRITE&lt; while other actors ran; then: "));
+    assert!(
+        page.contains(
+            "its mark_done suspended at xShmLock WRITE&lt; in `UPDATE outbox SET processed_at = ? WHERE \
+             command_id = ?` while other actors ran (meanwhile worker-0 at tick 158: `DELETE FROM leases \
+             WHERE k = &#39;&lt;&#39;`); then: "
+        ),
+        "{page}"
+    );
     assert!(page.contains("</i>call suspended inside SQLite (others run)</span>"));
     assert!(!page.contains("WRITE<"), "the point reaches the page escaped");
 }

@@ -29,7 +29,7 @@ impl Simulator<'_> {
             }
             // The open waited for a lock a suspended call holds: its
             // process is gone with the failed open; try again later.
-            Err(StoreError::Busy | StoreError::Preempted(_)) => self.boot_busy(id),
+            Err(StoreError::Busy | StoreError::Preempted { .. }) => self.boot_busy(id),
             Err(StoreError::Broken(message)) => Next::Abort(message),
             Err(StoreError::Died(cause)) => {
                 self.record(

@@ -20,6 +20,7 @@ use crate::prng::Prng;
 use crate::ratio::Ratio;
 use crate::scenario::{Preempt, Scenario};
 use crate::store::Implementation;
+use crate::trace::Ran;
 use crate::vfs::CrashVfs;
 
 /// How many scheduling points an arming looks ahead, at most: past them
@@ -148,6 +149,13 @@ impl Simulator<'_> {
         let Some(preemption) = &mut self.preemption else {
             return;
         };
+        preemption.control.statements.set_running(slot as u64 + 1, self.now);
+        if self.slots[slot].parked {
+            self.resumed(slot);
+        }
+        let Some(preemption) = &mut self.preemption else {
+            return;
+        };
         preemption.suspension = None;
         let armable = !preemption.rate.is_zero() || self.source.forces_preempt();
         let offset = match self.phase {
@@ -177,9 +185,52 @@ impl Simulator<'_> {
     }
 
     /// Before a boot: nothing is armed, but a wait for a lock parks.
-    pub(super) fn arm_preempt_waits(&self) {
+    pub(super) fn arm_preempt_waits(&self, slot: usize) {
         if let Some(preemption) = &self.preemption {
+            preemption.control.statements.set_running(slot as u64 + 1, self.now);
             preemption.control.arm_preempt(None);
+        }
+    }
+
+    /// Actor `slot`'s parked call is asked again: the statements the others
+    /// started while it waited complete its suspension's event (what of
+    /// them it keeps: `meanwhile`).
+    fn resumed(&mut self, slot: usize) {
+        let Some(preemption) = &self.preemption else {
+            return;
+        };
+        // What the ring no longer holds is left out.
+        // Only its peers' are kept (`meanwhile`): only theirs are decoded.
+        let role = self.slots[slot].id.role;
+        let peers: Vec<bool> = self.slots.iter().map(|entry| entry.id.role == role).collect();
+        let peer = |actor: u64| {
+            actor != slot as u64 + 1
+                && usize::try_from(actor)
+                    .ok()
+                    .and_then(|actor| peers.get(actor.checked_sub(1)?))
+                    .is_some_and(|same| *same)
+        };
+        let (statements, _lost) = preemption.control.statements.since(self.slots[slot].parked_sql, peer);
+        let ran: Vec<Ran> = statements
+            .into_iter()
+            .filter_map(|statement| {
+                let entry = self.slots.get(usize::try_from(statement.actor).ok()?.checked_sub(1)?)?;
+                Some(Ran {
+                    actor: entry.id,
+                    tick: statement.tick,
+                    sql: statement.sql,
+                })
+            })
+            .collect();
+        let meanwhile = super::meanwhile::kept(self.slots[slot].id, ran);
+        if let Some(crate::trace::TraceEvent {
+            op: crate::trace::Op::Preempted { meanwhile: kept, .. },
+            ..
+        }) = self.slots[slot]
+            .parked_event
+            .and_then(|index| self.trace.event_mut(index))
+        {
+            *kept = meanwhile;
         }
     }
 
@@ -231,8 +282,17 @@ impl Simulator<'_> {
             }
             _ => entry.waits.range_inclusive(1, max),
         };
+        let parked_sql = preemption.control.statements.seq();
+        // The actor recorded its suspension last (`actors::retry_or_crash`).
+        let actor = self.slots[slot].id;
+        let parked_event = self.trace.events().len().checked_sub(1).filter(|index| {
+            let event = &self.trace.events()[*index];
+            event.actor == actor && matches!(event.op, crate::trace::Op::Preempted { .. })
+        });
         let entry = &mut self.slots[slot];
         entry.parked = true;
+        entry.parked_sql = parked_sql;
+        entry.parked_event = parked_event;
         self.wake(slot, hold);
     }
 

@@ -70,4 +70,9 @@ pub(super) struct Slot {
     pub(super) waits: Prng,
     /// Its last step's call is parked inside the store's SQLite.
     pub(super) parked: bool,
+    /// Statements the store's connections had started when it parked (the
+    /// position in the control region's ring).
+    pub(super) parked_sql: u64,
+    /// Where its suspension's event is in the trace.
+    pub(super) parked_event: Option<usize>,
 }

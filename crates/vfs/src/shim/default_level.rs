@@ -23,9 +23,10 @@
 //! false one; each connection that did start weaker is counted
 //! (`Hooks::default_applied`).
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
+use crate::control::Control;
 use crate::ffi::{self, Api, ConnectionApi};
 
 /// The functions the hook calls, set once with its registration.
@@ -85,6 +86,18 @@ unsafe extern "C" fn on_open(db: *mut ffi::sqlite3, _error: *mut *mut c_char, _r
     }
     // SAFETY: `vfs` is a VFS `register` registered.
     let registered = unsafe { super::registered(vfs) };
+    if let (Some(control), Some(trace_v2)) = (registered.hooks.statements(), api.trace_v2) {
+        // SAFETY: `db` is the connection being opened; the context is a
+        // control region that lives as long as the process.
+        unsafe {
+            trace_v2(
+                db,
+                ffi::SQLITE_TRACE_STMT,
+                Some(statement_started),
+                (control as *const Control).cast_mut().cast(),
+            );
+        }
+    }
     let Some(sql) = registered.hooks.default_synchronous().and_then(pragma) else {
         return ffi::SQLITE_OK;
     };
@@ -95,4 +108,26 @@ unsafe extern "C" fn on_open(db: *mut ffi::sqlite3, _error: *mut *mut c_char, _r
         registered.hooks.default_applied();
     }
     ffi::SQLITE_OK
+}
+
+/// The statement trace: a statement started; while an actor's step runs,
+/// its SQL goes into the ring (`statements`).
+unsafe extern "C" fn statement_started(
+    event: c_uint,
+    context: *mut c_void,
+    _stmt: *mut c_void,
+    sql: *mut c_void,
+) -> c_int {
+    if event != ffi::SQLITE_TRACE_STMT || context.is_null() || sql.is_null() {
+        return 0;
+    }
+    // SAFETY: the context is the `'static` control region `on_open` passed.
+    let control = unsafe { &*(context as *const Control) };
+    if control.preempt_live() {
+        // SAFETY: for `SQLITE_TRACE_STMT` the last argument is the
+        // statement's SQL text, NUL-terminated, alive for the call.
+        let text = unsafe { CStr::from_ptr(sql as *const c_char) };
+        control.statements.record(text.to_bytes());
+    }
+    0
 }

@@ -104,4 +104,9 @@ pub trait Hooks: Send + Sync + 'static {
     }
     /// A new connection was set to `default_synchronous`.
     fn default_applied(&self) {}
+    /// The control region whose statement ring a new connection through
+    /// this VFS records its statements in (`statements`), if it does.
+    fn statements(&self) -> Option<&'static crate::control::Control> {
+        None
+    }
 }

@@ -154,7 +154,12 @@ pub(super) fn spans(events: &[TraceEvent]) -> Vec<Span> {
         .iter()
         .enumerate()
         .filter_map(|(index, event)| match &event.op {
-            Op::Preempted { step, point } => Some(suspension(events, index, step, point)),
+            Op::Preempted {
+                step,
+                point,
+                sql,
+                meanwhile,
+            } => Some(suspension(events, index, step, (point, sql.as_deref()), meanwhile)),
             _ => span(event),
         })
         .collect()
@@ -162,17 +167,31 @@ pub(super) fn spans(events: &[TraceEvent]) -> Vec<Span> {
 
 /// A call suspended at trace line `index`: it lasts until its actor's next
 /// line (the call asked again, or the actor killed), or the trace's end.
-fn suspension(events: &[TraceEvent], index: usize, step: &str, point: &str) -> Span {
+fn suspension(
+    events: &[TraceEvent],
+    index: usize,
+    step: &str,
+    (point, sql): (&str, Option<&str>),
+    meanwhile: &[crate::trace::Ran],
+) -> Span {
     let event = &events[index];
     let next = events[index + 1..].iter().find(|next| next.actor == event.actor);
+    let meanwhile = match meanwhile.is_empty() {
+        true => String::new(),
+        false => format!(" (meanwhile {})", crate::trace::render::joined(meanwhile)),
+    };
     let last = events.last().map_or(event.tick, |last| last.tick);
     let to = next.map_or(last, |next| next.tick).max(event.tick);
+    let at = match sql {
+        Some(sql) => format!("{point} in `{sql}`"),
+        None => point.to_string(),
+    };
     let detail = match next {
         Some(next) => format!(
-            "its {step} suspended at {point} while other actors ran; then: {}",
+            "its {step} suspended at {at} while other actors ran{meanwhile}; then: {}",
             super::mark::describe(&next.op)
         ),
-        None => format!("its {step} suspended at {point} while other actors ran, to the end of the trace"),
+        None => format!("its {step} suspended at {at} while other actors ran{meanwhile}, to the end of the trace"),
     };
     Span {
         kind: Kind::Suspended,
