@@ -101,9 +101,8 @@ mod tests {
     use std::io::Read;
     use std::process::Stdio;
 
-    fn output(mut gated: Gated) -> (String, std::process::ExitStatus) {
-        gated.command().stdout(Stdio::piped());
-        let (mut child, _guard) = gated.spawn().expect("spawns");
+    /// What `child` printed, and how it ended.
+    fn ended(mut child: Child) -> (String, std::process::ExitStatus) {
         let mut out = String::new();
         child
             .stdout
@@ -112,6 +111,12 @@ mod tests {
             .read_to_string(&mut out)
             .expect("read");
         (out, child.wait().expect("waited"))
+    }
+
+    fn output(mut gated: Gated) -> (String, std::process::ExitStatus) {
+        gated.command().stdout(Stdio::piped());
+        let (child, _guard) = gated.spawn().expect("spawns");
+        ended(child)
     }
 
     /// Past the gate the command runs as `sh -c` would run it: its own
@@ -136,16 +141,10 @@ mod tests {
             go,
             _read: read,
         } = gated;
-        let mut child = command.spawn().expect("spawns");
+        let child = command.spawn().expect("spawns");
         drop((read, go));
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .expect("piped")
-            .read_to_string(&mut out)
-            .expect("read");
+        let (out, status) = ended(child);
         assert_eq!(out, "");
-        assert_eq!(child.wait().expect("waited").code(), Some(125));
+        assert_eq!(status.code(), Some(125));
     }
 }
