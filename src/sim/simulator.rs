@@ -60,7 +60,7 @@ use super::power::{Power, Recovery};
 use super::queue::Queue;
 use crate::actors::{ActorId, Next, Role};
 use crate::actors::{Ctx, World};
-use crate::faults::{Fault, FaultPlan, FaultSource, Injected, KILL_POINTS, KillCounters};
+use crate::faults::{Fault, FaultPlan, FaultSource, Injected, KillCounters};
 use crate::prng::Prng;
 use crate::scenario::Scenario;
 use crate::store::{Implementation, Snapshot, Store, StoreError, Synchronous, System, SystemConfig};
@@ -248,30 +248,7 @@ impl<'a> Simulator<'a> {
         let slots: Vec<Slot> = roles
             .into_iter()
             .flat_map(|(role, count)| (0..count).map(move |index| ActorId::new(role, index)))
-            .map(|id| Slot {
-                id,
-                life: Life::Booting,
-                incarnation: 0,
-                token: 0,
-                waiting: false,
-                busy_streak: 0,
-                reaches: [0; KILL_POINTS],
-                sent: 0,
-                prng: Prng::derive(seed, &format!("{id}/decide")),
-                sched: Prng::derive(seed, &format!("{id}/sched")),
-                faults: Prng::derive(seed, &format!("{id}/faults")),
-                pause_steps: 0,
-                pauses: Prng::derive(seed, &format!("{id}/pause")),
-                offset: 0,
-                skew_steps: 0,
-                skews: Prng::derive(seed, &format!("{id}/skew")),
-                preempts: Prng::derive(seed, &format!("{id}/preempt")),
-                preempt_steps: 0,
-                waits: Prng::derive(seed, &format!("{id}/preempt-wait")),
-                parked: false,
-                parked_sql: 0,
-                parked_event: None,
-            })
+            .map(|id| Slot::new(id, seed))
             .collect();
 
         let workflow_ids = world.trips.iter().map(|trip| trip.trip_id.clone()).collect();

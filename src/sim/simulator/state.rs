@@ -76,3 +76,33 @@ pub(super) struct Slot {
     /// Where its suspension's event is in the trace.
     pub(super) parked_event: Option<usize>,
 }
+
+impl Slot {
+    /// Actor `id` before its first boot: its streams derived from `seed`.
+    pub(super) fn new(id: ActorId, seed: u64) -> Slot {
+        Slot {
+            id,
+            life: Life::Booting,
+            incarnation: 0,
+            token: 0,
+            waiting: false,
+            busy_streak: 0,
+            reaches: [0; KILL_POINTS],
+            sent: 0,
+            prng: Prng::derive(seed, &format!("{id}/decide")),
+            sched: Prng::derive(seed, &format!("{id}/sched")),
+            faults: Prng::derive(seed, &format!("{id}/faults")),
+            pause_steps: 0,
+            pauses: Prng::derive(seed, &format!("{id}/pause")),
+            offset: 0,
+            skew_steps: 0,
+            skews: Prng::derive(seed, &format!("{id}/skew")),
+            preempts: Prng::derive(seed, &format!("{id}/preempt")),
+            preempt_steps: 0,
+            waits: Prng::derive(seed, &format!("{id}/preempt-wait")),
+            parked: false,
+            parked_sql: 0,
+            parked_event: None,
+        }
+    }
+}
