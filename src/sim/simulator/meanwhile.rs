@@ -5,9 +5,10 @@
 //! Only actors of the suspended actor's own role (the receivers that race
 //! for one key, the writers that race for one head), and of each only its
 //! last **complete** write: the statements of its last transaction that
-//! reached `COMMIT` (or `END`), or its last write outside a transaction.
-//! A `BEGIN` that met a busy lock, reads, and a transaction still open when
-//! the call resumes are left out. A seed's page and its first line quote
+//! reached `COMMIT` (or `END`; one begun before the suspension shows from
+//! its first statement after it), or its last writes outside a
+//! transaction. A `BEGIN` that met a busy lock, reads, and a transaction
+//! still open when the call resumes are left out. A seed's page and its first line quote
 //! them; the run's verdicts never read them.
 
 use std::collections::BTreeMap;
@@ -33,25 +34,39 @@ fn writes(sql: &str) -> bool {
 fn last_complete(statements: &[Ran]) -> Vec<Ran> {
     let mut last: Vec<Ran> = Vec::new();
     let mut open: Option<Vec<Ran>> = None;
+    // Writes outside a transaction seen to begin: each its own transaction,
+    // or the tail of one begun before the window (a `COMMIT` then ends them).
+    let mut loose: Vec<Ran> = Vec::new();
     for statement in statements {
         match verb(&statement.sql).as_str() {
-            "BEGIN" => open = Some(vec![statement.clone()]),
+            "BEGIN" => {
+                if !loose.is_empty() {
+                    last = std::mem::take(&mut loose);
+                }
+                open = Some(vec![statement.clone()]);
+            }
             "COMMIT" | "END" => {
-                if let Some(mut transaction) = open.take() {
-                    transaction.push(statement.clone());
-                    // A transaction that wrote nothing shows nothing.
-                    if transaction.len() > 2 {
-                        last = transaction;
-                    }
+                let mut transaction = open.take().unwrap_or_else(|| std::mem::take(&mut loose));
+                let wrote = transaction.iter().any(|statement| verb(&statement.sql) != "BEGIN");
+                transaction.push(statement.clone());
+                // A transaction that wrote nothing shows nothing.
+                if wrote {
+                    last = transaction;
                 }
             }
-            "ROLLBACK" => open = None,
+            "ROLLBACK" => {
+                open = None;
+                loose.clear();
+            }
             _ if !writes(&statement.sql) => {}
             _ => match &mut open {
                 Some(transaction) => transaction.push(statement.clone()),
-                None => last = vec![statement.clone()],
+                None => loose.push(statement.clone()),
             },
         }
+    }
+    if !loose.is_empty() {
+        last = loose;
     }
     last
 }
@@ -102,6 +117,9 @@ mod tests {
             w(2, 4, "UPDATE heads SET seq = ?"), // a write on its own
             w(2, 5, "BEGIN IMMEDIATE"),
             w(2, 5, "INSERT INTO events VALUES (?)"), // still open
+            // The tail of a transaction begun before the suspension.
+            w(4, 2, "INSERT INTO outbox VALUES (?)"),
+            w(4, 2, "COMMIT"),
             ran(Role::Worker, 0, 6, "UPDATE outbox SET processed_at = ?"),
             w(0, 7, "BEGIN IMMEDIATE"),
             w(0, 7, "DELETE FROM events"),
@@ -118,6 +136,8 @@ mod tests {
                 (0, "BEGIN IMMEDIATE"),
                 (0, "INSERT INTO events VALUES (?)"),
                 (0, "COMMIT"),
+                (4, "INSERT INTO outbox VALUES (?)"),
+                (4, "COMMIT"),
                 (2, "UPDATE heads SET seq = ?"),
             ]
         );
