@@ -146,7 +146,7 @@ impl Simulator<'_> {
     /// Before actor `slot`'s step: arms where its call parks (in faults),
     /// drawn from its own stream or given by a forced schedule.
     pub(super) fn arm_preempt(&mut self, slot: usize) {
-        let Some(preemption) = &mut self.preemption else {
+        let Some(preemption) = &self.preemption else {
             return;
         };
         preemption.control.statements.set_running(slot as u64 + 1, self.now);
@@ -199,30 +199,31 @@ impl Simulator<'_> {
         let Some(preemption) = &self.preemption else {
             return;
         };
-        // What the ring no longer holds is left out.
-        // Only its peers' are kept (`meanwhile`): only theirs are decoded.
-        let role = self.slots[slot].id.role;
-        let peers: Vec<bool> = self.slots.iter().map(|entry| entry.id.role == role).collect();
+        // Statements are numbered by slot from 1 (`set_running`). Only its
+        // peers' are kept (`meanwhile`), so only theirs are decoded; what
+        // the ring no longer holds is left out.
+        let me = self.slots[slot].id;
         let peer = |actor: u64| {
-            actor != slot as u64 + 1
-                && usize::try_from(actor)
-                    .ok()
-                    .and_then(|actor| peers.get(actor.checked_sub(1)?))
-                    .is_some_and(|same| *same)
+            usize::try_from(actor)
+                .ok()
+                .and_then(|actor| self.slots.get(actor.checked_sub(1)?))
+                .filter(|entry| entry.id != me && entry.id.role == me.role)
         };
-        let (statements, _lost) = preemption.control.statements.since(self.slots[slot].parked_sql, peer);
+        let (statements, _lost) = preemption
+            .control
+            .statements
+            .since(self.slots[slot].parked_sql, |actor| peer(actor).is_some());
         let ran: Vec<Ran> = statements
             .into_iter()
             .filter_map(|statement| {
-                let entry = self.slots.get(usize::try_from(statement.actor).ok()?.checked_sub(1)?)?;
                 Some(Ran {
-                    actor: entry.id,
+                    actor: peer(statement.actor)?.id,
                     tick: statement.tick,
                     sql: statement.sql,
                 })
             })
             .collect();
-        let meanwhile = super::meanwhile::kept(self.slots[slot].id, ran);
+        let meanwhile = super::meanwhile::kept(me, ran);
         if let Some(crate::trace::TraceEvent {
             op: crate::trace::Op::Preempted { meanwhile: kept, .. },
             ..
