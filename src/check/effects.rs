@@ -102,7 +102,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
             .partition(|effect| effect.kind == row.kind && payload::same(&effect.payload, &row.payload));
         for effect in &rogue {
             // Applied over a live record of the key, or placed by no `Apply`.
-            if !matches!(applied_over(history, &records, effect), Over::Clear) {
+            if !matches!(applied_over(history, &records, purges, effect), Over::Clear) {
                 violations.push(
                     Violation::new(
                         Invariant::I7,
@@ -123,7 +123,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
         for effect in &genuine {
             // The command's own request, applied while another request's
             // record held its key (one a cut let through first).
-            if let Over::Record(over) = applied_over(history, &records, effect) {
+            if let Over::Record(over) = applied_over(history, &records, purges, effect) {
                 violations.push(
                     Violation::new(
                         Invariant::I7,
@@ -181,7 +181,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
             violations.extend(near_miss(history, &records, answer, of, *form));
             continue;
         }
-        violations.extend(conflict_probe(history, &records, answer));
+        violations.extend(conflict_probe(history, &records, purges, answer));
     }
     violations.extend(unfounded_conflicts(history, &rows, &records));
     violations
@@ -202,20 +202,31 @@ enum Over<'r> {
 /// parameters certainly held the key: a conflict the receiver should have
 /// surfaced. Judged at its application, not against the final dump, where
 /// a record a power cut took no longer shows.
-fn applied_over<'r>(history: &History<'_>, records: &'r Records<'r>, effect: &Effect) -> Over<'r> {
+fn applied_over<'r>(history: &History<'_>, records: &'r Records<'r>, purges: &Purges, effect: &Effect) -> Over<'r> {
     let Some(record) = records.of_effect(effect) else {
         return Over::Unplaced;
     };
     let Some(applied) = record.applied else {
         return Over::Unplaced;
     };
-    let at = history.applied[applied].index;
+    let (at, tick) = (history.applied[applied].index, history.applied[applied].tick);
     records
         .under(&effect.key)
         .iter()
         .filter(|other| other.applied != Some(applied))
-        .find(|other| other.alive(history, at) == Alive::Certain && record.differs(other))
+        .find(|other| held(history, purges, other, at, tick) && record.differs(other))
         .map_or(Over::Clear, Over::Record)
+}
+
+/// Whether `record` certainly held its key at trace position `at` (tick
+/// `tick`): committed and alive then, and not deleted before by a purge
+/// the scenario's de-dup retention permits (`retention.rs`). A request
+/// reusing a purged key finds no record, and applying it is right.
+fn held(history: &History<'_>, purges: &Purges, record: &Record<'_>, at: usize, tick: u64) -> bool {
+    record.alive(history, at) == Alive::Certain
+        && !record
+            .applied
+            .is_some_and(|applied| purges.excuse(history.applied[applied].tick, tick))
 }
 
 /// A key-conflict probe's answer (the key of a worker's request, other
@@ -223,7 +234,12 @@ fn applied_over<'r>(history: &History<'_>, records: &'r Records<'r>, effect: &Ef
 /// was given (a power cut took it), when applying it is right. A repeat
 /// is right only as the answer to a copy of the probe itself, finding its
 /// own record.
-fn conflict_probe(history: &History<'_>, records: &Records<'_>, answer: &Answer<'_>) -> Option<Violation> {
+fn conflict_probe(
+    history: &History<'_>,
+    records: &Records<'_>,
+    purges: &Purges,
+    answer: &Answer<'_>,
+) -> Option<Violation> {
     let under = records.under(answer.key);
     let answered = match answer.outcome {
         // Probes are never refused nor replaced; a retryable answer performed nothing.
@@ -231,7 +247,7 @@ fn conflict_probe(history: &History<'_>, records: &Records<'_>, answer: &Answer<
         Outcome::Applied { result } => {
             let held = under
                 .iter()
-                .any(|record| record.result != result && record.alive(history, answer.given) == Alive::Certain);
+                .any(|record| record.result != result && held(history, purges, record, answer.given, answer.tick));
             if !held {
                 return None;
             }

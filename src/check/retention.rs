@@ -178,6 +178,30 @@ mod tests {
         assert_eq!(invariants(&without), BTreeSet::from([I2]));
     }
 
+    /// A probe reusing a key whose record a permitted purge deleted finds
+    /// no record: applying it as a new operation is right (no I7), as it is
+    /// wrong while the record lives.
+    #[test]
+    fn a_probe_reusing_a_purged_key_may_be_applied() {
+        let probed = |purges: &[(u64, u64)]| {
+            let mut fixture = applied_again(Some(ACCEPTED), purges, 20);
+            let rogue = fixture.snapshot.effects.last_mut().unwrap();
+            rogue.payload = r#"{"probe":"1","trip_id":"trip-000"}"#.into();
+            let key = rogue.key.clone();
+            fixture.probe_reply(&key, crate::store::Outcome::Applied { result: "{}".into() });
+            fixture
+        };
+        let purged = probed(&[(10, 1)]);
+        assert_eq!(invariants(&purged), BTreeSet::new(), "{:#?}", purged.violations());
+        let held = probed(&[]);
+        assert_eq!(
+            invariants(&held),
+            BTreeSet::from([Invariant::I7]),
+            "{:#?}",
+            held.violations()
+        );
+    }
+
     #[test]
     fn clock_offsets_widen_the_cut_off_by_twice_the_largest() {
         // The cut-off is 3 ticks before the first application; a receiver
