@@ -20,8 +20,13 @@ use crate::platform;
 use crate::runner::SeedResult;
 use crate::scenario::{Loaded, Scenario};
 
-/// The first line of every capsule's `format` key.
-pub const FORMAT: &str = "crashsim-capsule/1";
+/// The `format` key of every capsule written now.
+pub const FORMAT: &str = "crashsim-capsule/2";
+
+/// Capsules recorded before runs ended once their verdict was certain
+/// (`run.end_when_certain`): each replays with the rule it was made with,
+/// every run to its budget, so its verdict and trace hash stay as recorded.
+pub const FORMAT_1: &str = "crashsim-capsule/1";
 
 /// What a replay of the capsule must find.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,15 +154,19 @@ impl Capsule {
             path: path.to_path_buf(),
             error,
         })?;
-        let capsule: Capsule = toml::from_str(&text).map_err(|error| CapsuleError::Invalid {
+        let mut capsule: Capsule = toml::from_str(&text).map_err(|error| CapsuleError::Invalid {
             path: path.to_path_buf(),
             message: error.to_string().trim().to_string(),
         })?;
-        if capsule.format != FORMAT {
-            return Err(CapsuleError::Invalid {
-                path: path.to_path_buf(),
-                message: format!("format {:?} is not {FORMAT:?}", capsule.format),
-            });
+        match capsule.format.as_str() {
+            FORMAT => {}
+            FORMAT_1 => capsule.scenario.run.end_when_certain = false,
+            other => {
+                return Err(CapsuleError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!("format {other:?} is neither {FORMAT:?} nor {FORMAT_1:?}"),
+                });
+            }
         }
         if let Some(mutant) = &capsule.mutant
             && crate::mutants::resolve(mutant).is_none()

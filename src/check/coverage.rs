@@ -102,7 +102,7 @@ pub fn exercised(events: &[TraceEvent]) -> BTreeSet<Invariant> {
             Op::Claim { .. } => {
                 seen.insert(Invariant::I8);
             }
-            Op::Settled => {
+            Op::Settled | Op::Stalled { .. } => {
                 seen.insert(Invariant::I10);
             }
             _ => {}

@@ -55,10 +55,22 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
         .map(|row| Shown(&row.command_id).to_string())
         .collect();
     let (tick, steps) = input.ended;
-    let mut message = format!(
-        "the run did not settle within its budget ({} ticks, {} steps; it stopped at tick {tick} after {steps} steps)",
-        input.ticks_max, input.steps_max
-    );
+    let stalled = input.events.iter().rev().find_map(|event| match event.op {
+        crate::trace::Op::Stalled { since, window } => Some((since, window)),
+        _ => None,
+    });
+    let mut message = match stalled {
+        Some((since, window)) => format!(
+            "the run can no longer settle: nothing durable changed from tick {since} for {window} ticks \
+             of the quiet phase, longer than every legitimate wait of the scenario (its stall window), \
+             so it ended at tick {tick} after {steps} steps, short of its budget ({} ticks, {} steps)",
+            input.ticks_max, input.steps_max
+        ),
+        None => format!(
+            "the run did not settle within its budget ({} ticks, {} steps; it stopped at tick {tick} after {steps} steps)",
+            input.ticks_max, input.steps_max
+        ),
+    };
     if !stuck.is_empty() {
         let names: Vec<String> = stuck
             .iter()

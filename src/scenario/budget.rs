@@ -115,6 +115,23 @@ impl Budget {
         }
     }
 
+    /// How long nothing durable may change in the quiet phase before the
+    /// run is judged stuck (`run.end_when_certain`): `2·(Q + A·S) + H`. The
+    /// quiet minimum `Q` holds every legitimate wait of the scenario (a
+    /// poll, a reply timeout and its resend, busy backoffs, a restart, a
+    /// pause run on, a dead holder's lease under skewed clocks, a whole
+    /// retry chain); `A·S` is a step of every other actor, each of which may
+    /// take a database's lock first (a thousand writers keep a worker's
+    /// `mark_done` waiting for long); `H` is the longest hold of a suspended
+    /// call (`preempt.hold_ticks_max`). Twice the sum: the study in
+    /// `docs/performance.md` found no healthy gap past 0.25 of it.
+    pub fn stall_window(scenario: &Scenario) -> u64 {
+        let budget = Budget::of(scenario);
+        let contention = budget.actors.saturating_mul(scenario.timing.step_ticks_max);
+        let hold = scenario.preempt.as_ref().map_or(0, |preempt| preempt.hold_ticks_max);
+        sum(&[budget.quiet, contention]).saturating_mul(2).saturating_add(hold)
+    }
+
     /// The smallest `run.ticks_max`: the fault phase, then the quiet minimum
     /// and the workload.
     pub fn ticks_needed(&self, ticks_fault: u64) -> u64 {

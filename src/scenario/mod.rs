@@ -132,6 +132,11 @@ pub struct RunLimits {
     /// (`Scenario::quiet_ticks_min`); a written value may raise it, not lower it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quiet_ticks_min: Option<u64>,
+    /// End the run once its verdict is certain (`sim::simulator::stall`):
+    /// in the quiet phase, when nothing durable has changed for longer than
+    /// every legitimate wait of the scenario (`Budget::stall_window`). Default
+    /// true; capsules recorded before the rule replay with it off.
+    pub end_when_certain: bool,
 }
 
 /// What the system does and with how many actors.
@@ -333,6 +338,7 @@ impl Default for RunLimits {
             steps_max: 0,
             settle_check_ticks: 50,
             quiet_ticks_min: None,
+            end_when_certain: true,
         };
         run.steps_max = budget::derived_steps_max(&run, &Workload::default(), &Timing::default());
         run

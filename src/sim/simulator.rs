@@ -35,6 +35,7 @@ mod retryable;
 mod settle;
 mod shared_vfs;
 mod skew;
+mod stall;
 mod state;
 
 use std::path::{Path, PathBuf};
@@ -134,6 +135,8 @@ pub struct Simulator<'a> {
     settled: bool,
     /// When the files may next be dumped to confirm that the run settled.
     confirm: settle::Confirm,
+    /// Durable progress, for ending a run that can no longer settle.
+    stall: stall::Stall,
     store_path: PathBuf,
     receiver_path: PathBuf,
 }
@@ -296,6 +299,7 @@ impl<'a> Simulator<'a> {
             probes: 0,
             settled: false,
             confirm: settle::Confirm::default(),
+            stall: stall::Stall::default(),
             store_path,
             receiver_path,
         };
@@ -350,7 +354,7 @@ impl<'a> Simulator<'a> {
             if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {
                 self.power_cut();
             }
-            if self.settled || self.fatal.is_some() {
+            if self.settled || self.stall.ended || self.fatal.is_some() {
                 break;
             }
         }

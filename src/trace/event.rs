@@ -97,6 +97,14 @@ pub enum Op {
     Quiet,
     /// Every workflow is terminal, the outbox is drained and nothing is in flight.
     Settled,
+    /// The run ended unsettled: nothing durable changed (no commit, first
+    /// acknowledgement, effect, retry timer or dead letter) from tick
+    /// `since` for `window` ticks of the quiet phase, longer than every
+    /// legitimate wait of the scenario (`run.end_when_certain`).
+    Stalled {
+        since: u64,
+        window: u64,
+    },
     /// The simulator paused the actor: it takes no step for `ticks` ticks,
     /// keeping its connection and memory, then goes on where it was.
     Pause {

@@ -56,6 +56,9 @@ pub fn describe(op: &Op) -> String {
         Op::Restart { incarnation } => format!("restart (life {incarnation})"),
         Op::Quiet => "== quiet phase: faults off, everyone restarts ==".to_string(),
         Op::Settled => "== settled: all workflows terminal or waiting on a dead letter, outbox drained ==".to_string(),
+        Op::Stalled { since, window } => format!(
+            "== stalled: nothing durable changed since tick {since} for {window} ticks (the stall window): the run ends unsettled =="
+        ),
         Op::Heads { candidates, heads } => format!("heads: {} workflow(s), {candidates} candidate(s)", heads.len()),
         Op::Load {
             workflow_id,

@@ -44,7 +44,7 @@ impl Simulator<'_> {
         if self.is_settled() {
             self.settled = true;
             self.record(ActorId::SIM, Op::Settled);
-        } else {
+        } else if !self.stalled() {
             self.queue
                 .push(self.now + self.scenario.run.settle_check_ticks, Event::SettleCheck);
         }

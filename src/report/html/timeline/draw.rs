@@ -181,6 +181,7 @@ pub(super) fn phases(out: &mut String, events: &[TraceEvent], axis: &Axis, botto
         let label = match event.op {
             Op::Quiet => "quiet: faults off",
             Op::Settled => "settled",
+            Op::Stalled { .. } => "stalled: ends unsettled",
             _ => continue,
         };
         let x = axis.x(event.tick);

@@ -183,6 +183,7 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Restart { .. }
         | Op::Quiet
         | Op::Settled
+        | Op::Stalled { .. }
         | Op::InsertEvent { .. }
         | Op::Conflict { .. }
         | Op::Send { .. }

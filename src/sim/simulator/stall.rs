@@ -1,0 +1,161 @@
+//! A run that can no longer settle ends (`run.end_when_certain`): in the
+//! quiet phase, once nothing durable has changed for longer than every
+//! legitimate wait of the scenario (`Budget::stall_window`), the run stops
+//! where it is and is judged as a run that did not settle (I10), its
+//! stuck workflows explained as at the budget. Until now such a run went on
+//! to `run.ticks_max`, its writers and workers retrying against a store
+//! that answers wrongly, for a verdict that was certain long before.
+//!
+//! Durable change is read from the trace, never from the store's word
+//! alone, and only the first time each fact shows: a commit of a
+//! workflow's seq, a command first marked done, an effect first applied
+//! under its key, a retry timer's attempt, a dead letter. A store that
+//! answers "done" for the same row forever makes no progress here.
+//!
+//! The check runs at each settle check, so where a run ends depends only
+//! on the trace and the scenario: the same seed ends at the same tick in
+//! every mode, and the ending is an event of the trace (`Op::Stalled`).
+
+use std::collections::BTreeSet;
+
+use super::Simulator;
+use super::state::Phase;
+use crate::actors::ActorId;
+use crate::trace::{Op, TraceEvent};
+
+/// What the run has made durable so far, and when it last grew.
+#[derive(Default)]
+pub(super) struct Stall {
+    /// Events of the trace already read.
+    read: usize,
+    /// Facts seen, each once (`fact`).
+    facts: BTreeSet<(u8, String, u64)>,
+    /// The tick of the last new fact.
+    last: u64,
+    /// The run ended here (`Op::Stalled`).
+    pub(super) ended: bool,
+}
+
+/// The durable facts an event shows, each as (kind, id, number).
+fn facts(event: &TraceEvent) -> Vec<(u8, String, u64)> {
+    match &event.op {
+        Op::Commit { appended } => appended
+            .iter()
+            .map(|append| (0, append.workflow_id.clone(), append.seq))
+            .collect(),
+        Op::MarkDone {
+            command_id,
+            changed: true,
+            ..
+        } => vec![(1, command_id.clone(), 0)],
+        Op::Apply { key, .. } => vec![(2, key.clone(), 0)],
+        Op::RetryScheduled {
+            command_id, attempt, ..
+        } => vec![(3, command_id.clone(), u64::from(*attempt))],
+        Op::DeadLettered { command_id, .. } => vec![(4, command_id.clone(), 0)],
+        _ => Vec::new(),
+    }
+}
+
+impl Stall {
+    /// Reads the events recorded since the last call; the tick of the last
+    /// durable change.
+    fn progress(&mut self, events: &[TraceEvent]) -> u64 {
+        for event in events.get(self.read..).unwrap_or_default() {
+            for fact in facts(event) {
+                if self.facts.insert(fact) {
+                    self.last = self.last.max(event.tick);
+                }
+            }
+        }
+        self.read = events.len();
+        self.last
+    }
+}
+
+/// At tick `now`, the last durable change at `last` and faults stopped at
+/// `quiet`: since when the run has been stuck, if nothing changed for a
+/// whole `window` of the quiet phase.
+fn stuck_since(now: u64, last: u64, quiet: u64, window: u64) -> Option<u64> {
+    let since = last.max(quiet);
+    (now.saturating_sub(since) >= window).then_some(since)
+}
+
+impl Simulator<'_> {
+    /// At a settle check that found the run unsettled: ends the run if it
+    /// is stuck (`Op::Stalled`). True if it ended.
+    pub(super) fn stalled(&mut self) -> bool {
+        if !self.scenario.run.end_when_certain || self.phase != Phase::Quiet {
+            return false;
+        }
+        let last = self.stall.progress(self.trace.events());
+        let window = crate::scenario::Budget::stall_window(self.scenario);
+        let Some(since) = stuck_since(self.now, last, self.scenario.run.ticks_fault, window) else {
+            return false;
+        };
+        self.record(ActorId::SIM, Op::Stalled { since, window });
+        self.stall.ended = true;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Appended;
+
+    fn event(tick: u64, op: Op) -> TraceEvent {
+        TraceEvent {
+            tick,
+            actor: ActorId::SIM,
+            op,
+        }
+    }
+
+    fn done(tick: u64, command_id: &str, changed: bool) -> TraceEvent {
+        event(
+            tick,
+            Op::MarkDone {
+                command_id: command_id.to_string(),
+                changed,
+                token: None,
+            },
+        )
+    }
+
+    #[test]
+    fn a_run_is_stuck_only_after_a_whole_window_of_the_quiet_phase() {
+        // Progress in the fault phase counts from the quiet phase's start.
+        assert_eq!(stuck_since(3_973, 100, 3_000, 974), None);
+        assert_eq!(stuck_since(3_974, 100, 3_000, 974), Some(3_000));
+        // Progress in the quiet phase starts the window again.
+        assert_eq!(stuck_since(4_973, 4_000, 3_000, 974), None);
+        assert_eq!(stuck_since(4_974, 4_000, 3_000, 974), Some(4_000));
+    }
+
+    #[test]
+    fn only_a_fact_seen_for_the_first_time_is_progress() {
+        let mut stall = Stall::default();
+        let mut events = vec![done(10, "c1", true), done(20, "c1", false)];
+        assert_eq!(stall.progress(&events), 10);
+        // The same row answered "done" again, forever: no progress.
+        events.push(done(30, "c1", true));
+        events.push(event(40, Op::Begin));
+        assert_eq!(stall.progress(&events), 10);
+        events.push(event(
+            50,
+            Op::Commit {
+                appended: vec![Appended {
+                    workflow_id: "w".to_string(),
+                    expected_seq: 0,
+                    seq: 1,
+                    kind: "trip_requested".to_string(),
+                    state: String::new(),
+                    command_ids: Vec::new(),
+                }],
+            },
+        ));
+        events.push(done(60, "c2", true));
+        assert_eq!(stall.progress(&events), 60);
+    }
+}
