@@ -5,7 +5,8 @@
 //! - a budget that ends before liveness can be judged is inconclusive, yet
 //!   a safety violation found before it is still a finding;
 //! - a run that can no longer settle ends a stall window into the quiet
-//!   phase, with the verdict a run to its budget gives;
+//!   phase, and one with a finding no later event can undo ends after a
+//!   grace, each with the first finding a run to its budget gives;
 //! - the CLI reproductions of a full work directory (a real 600 KiB tmpfs,
 //!   where this machine lets the test mount one).
 
@@ -98,52 +99,89 @@ fn a_safety_violation_before_the_budget_ends_is_still_a_finding() {
     assert!(result.violations.iter().all(|v| v.invariant != Invariant::I10));
 }
 
-#[test]
-fn a_run_that_can_no_longer_settle_ends_early_with_the_verdict_of_a_full_run() {
+/// Seed 0 of a small `smoke` against `mutant`, with runs ending once their
+/// verdict is certain and, side by side, with the rule off.
+fn early_and_full(
+    mutant: &str,
+) -> (
+    crashsim::runner::SeedResult,
+    crashsim::runner::SeedResult,
+    crashsim::scenario::Loaded,
+) {
     let dir = work_dir();
     let mut loaded = load("scenarios/smoke.toml");
-    // Writers can never append against a store whose head is one too far.
-    loaded.scenario.store = "max_seq_plus_one".to_string();
-    loaded.mutant = Some("max_seq_plus_one".to_string());
+    loaded.scenario.store = mutant.to_string();
+    loaded.mutant = Some(mutant.to_string());
     loaded.scenario.workload.trips_count = 4;
     loaded.scenario.workload.writers_count = 2;
     loaded.scenario.workload.workers_count = 1;
     loaded.scenario.workload.receivers_count = 1;
     loaded.scenario.run.ticks_fault = 300;
     loaded.scenario.run.ticks_max = 12_000;
-    let window = crashsim::scenario::Budget::stall_window(&loaded.scenario);
     let early = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
     let mut full = loaded.clone();
     full.scenario.run.end_when_certain = false;
     let full = run_seed(&full, 0, &options(dir.path())).expect("a verdict");
-
     assert!(!full.settled && !early.settled);
     assert_eq!(full.ticks, 12_000, "without the rule the run goes on to its budget");
-    let stalled = early
-        .events
-        .as_ref()
-        .expect("traces kept")
-        .iter()
-        .find_map(|event| match event.op {
-            crashsim::trace::Op::Stalled { since, window } => Some((event.tick, since, window)),
-            _ => None,
-        });
-    let (tick, since, recorded) = stalled.expect("the ending is an event of the trace");
+    // The same finding leads, word for word.
+    assert_eq!(early.violations[0], full.violations[0]);
+    (early, full, loaded)
+}
+
+fn ending(result: &crashsim::runner::SeedResult) -> Option<(u64, crashsim::trace::Op)> {
+    use crashsim::trace::Op;
+    let events = result.events.as_ref().expect("traces kept");
+    events.iter().find_map(|event| match &event.op {
+        op @ (Op::Stalled { .. } | Op::Certain { .. }) => Some((event.tick, op.clone())),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_run_that_can_no_longer_settle_ends_a_stall_window_into_the_quiet_phase() {
+    // Rows marked done before their results came back: workflows wait forever.
+    let (early, _, loaded) = early_and_full("mark_done_before_confirm");
+    let window = crashsim::scenario::Budget::stall_window(&loaded.scenario);
+    let Some((
+        tick,
+        crashsim::trace::Op::Stalled {
+            since,
+            window: recorded,
+        },
+    )) = ending(&early)
+    else {
+        panic!("the ending is an event of the trace: {:?}", ending(&early));
+    };
     assert_eq!(recorded, window);
     assert!(
         since >= 300 && tick >= since + window && tick < 12_000,
         "{tick} {since} {window}"
     );
     assert_eq!(early.ticks, tick, "the run ends where it stalled");
-    // The same finding leads, word for word; I10 says why the run ended.
-    assert_eq!(early.violations[0], full.violations[0]);
-    assert_eq!(early.violations[0].invariant, Invariant::I3);
+    assert_eq!(early.violations[0].invariant, Invariant::I1);
     let i10 = early
         .violations
         .iter()
         .find(|v| v.invariant == Invariant::I10)
         .expect("I10");
     assert!(i10.message.contains("can no longer settle"), "{i10}");
+}
+
+#[test]
+fn a_finding_no_later_event_can_undo_ends_the_run_after_a_grace() {
+    // A head one too far: stale appends commit (I3) and writers never finish.
+    let (early, full, loaded) = early_and_full("max_seq_plus_one");
+    let Some((tick, crashsim::trace::Op::Certain { invariant, until })) = ending(&early) else {
+        panic!("the ending is an event of the trace: {:?}", ending(&early));
+    };
+    assert_eq!(invariant, "I3");
+    assert_eq!(until, tick + loaded.scenario.quiet_ticks_min());
+    assert!(early.ticks <= until && early.ticks < 1_000, "{} {until}", early.ticks);
+    assert_eq!(early.violations[0].invariant, Invariant::I3);
+    // Liveness is not judged on a run ended early; the full run's I10 is its own.
+    assert!(early.violations.iter().all(|v| v.invariant != Invariant::I10));
+    assert!(full.violations.iter().any(|v| v.invariant == Invariant::I10));
 }
 
 /// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).

@@ -228,6 +228,18 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations
 }
 
+/// Findings that no later event can undo, judged on the trace so far by
+/// the same code that judges them after the run, for a run without power
+/// loss (where no cut can take a commit back): today I3's stale appends
+/// (`sequence::stale`). A run that meets one ends after a grace
+/// (`sim::simulator::stall`), its verdict the one a full run would give.
+pub fn certain(events: &[TraceEvent]) -> Vec<Violation> {
+    let history = History::from_events(events);
+    let mut violations = sequence::stale(events, &history);
+    order(&mut violations);
+    violations
+}
+
 /// Puts the root cause first: violations by their earliest evidence tick
 /// (`Violation::ticks`), those without ticks (final-state findings such as
 /// an integrity check) after every one with, ties by invariant, then by

@@ -14,6 +14,14 @@ use super::{History, Input, Invariant, Violation};
 use crate::workflow::replay::{ReplayError, replay};
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    let mut violations = from_files(input, history);
+    violations.extend(stale(input.events, history));
+    violations
+}
+
+/// From the final files: each workflow's events in order, each following
+/// from the state before it.
+fn from_files(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let by_workflow = input.snapshot.events_by_workflow();
     for (workflow_id, events) in &by_workflow {
@@ -48,7 +56,16 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             ),
         }
     }
+    violations
+}
 
+/// From the trace alone: a committed append stored at another seq than
+/// the one it was decided for, and two appends decided from one head that
+/// both committed. No later event undoes either, except a power cut that
+/// loses one of the commits (`History::lost`), so a run without power loss
+/// may judge them on the trace so far (`certain`).
+pub fn stale(events: &[crate::trace::TraceEvent], history: &History<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
     let mut from_head: BTreeMap<(&str, u64), Vec<(u64, ActorId)>> = BTreeMap::new();
     for (index, commit) in history.commits.iter().enumerate() {
         if history.lost.contains(&index) {
@@ -84,7 +101,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             let cause = commits
                 .windows(2)
                 .find_map(|pair| {
-                    super::interleaving::commit_between(input.events, (pair[0].1, pair[0].0), (pair[1].1, pair[1].0))
+                    super::interleaving::commit_between(events, (pair[0].1, pair[0].0), (pair[1].1, pair[1].0))
                 })
                 .map(|cause| format!(": {cause}"))
                 .unwrap_or_default();

@@ -337,6 +337,9 @@ impl<'a> Simulator<'a> {
                 budget_ended = Some(if tick > ticks_max { ticks_max } else { self.now });
                 break;
             }
+            if self.stall.end_after.as_ref().is_some_and(|(until, _)| tick > *until) {
+                break;
+            }
             if self.cancel.is_some_and(|cancelled| cancelled()) {
                 self.fatal = Some(ending::Fatal::Interrupted);
                 break;
@@ -365,7 +368,9 @@ impl<'a> Simulator<'a> {
         let vfs_points = self.power.as_ref().map(|power| power.vfs.points());
         let inconclusive = match self.settled {
             true => None,
-            false => budget_ended.and_then(|ended| self.inconclusive(ended)),
+            false => budget_ended
+                .and_then(|ended| self.inconclusive(ended))
+                .or_else(|| self.stall.end_after.take().map(|(_, reason)| reason)),
         };
         self.count_suspensions();
         // Closing every connection rolls back what is open and checkpoints the WAL.

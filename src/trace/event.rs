@@ -105,6 +105,12 @@ pub enum Op {
         since: u64,
         window: u64,
     },
+    /// The trace so far holds a finding of `invariant` that no later event
+    /// can undo: the run ends after tick `until` (`run.end_when_certain`).
+    Certain {
+        invariant: String,
+        until: u64,
+    },
     /// The simulator paused the actor: it takes no step for `ticks` ticks,
     /// keeping its connection and memory, then goes on where it was.
     Pause {

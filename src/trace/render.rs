@@ -59,6 +59,9 @@ pub fn describe(op: &Op) -> String {
         Op::Stalled { since, window } => format!(
             "== stalled: nothing durable changed since tick {since} for {window} ticks (the stall window): the run ends unsettled =="
         ),
+        Op::Certain { invariant, until } => {
+            format!("== {invariant} is certain: no later event can undo it; the run ends after tick {until} ==")
+        }
         Op::Heads { candidates, heads } => format!("heads: {} workflow(s), {candidates} candidate(s)", heads.len()),
         Op::Load {
             workflow_id,

@@ -41,6 +41,7 @@ pub(super) struct Confirm {
 
 impl Simulator<'_> {
     pub(super) fn settle_check(&mut self) {
+        self.judge_so_far();
         if self.is_settled() {
             self.settled = true;
             self.record(ActorId::SIM, Op::Settled);

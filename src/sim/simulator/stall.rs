@@ -34,6 +34,12 @@ pub(super) struct Stall {
     last: u64,
     /// The run ended here (`Op::Stalled`).
     pub(super) ended: bool,
+    /// The next tick the trace so far is judged at (`certain`): the
+    /// interval doubles, so judging costs at most twice one final check.
+    next_judged: u64,
+    /// A finding no later event can undo was met: the run ends after this
+    /// tick, with why (`Op::Certain`).
+    pub(super) end_after: Option<(u64, String)>,
 }
 
 /// The durable facts an event shows, each as (kind, id, number).
@@ -82,6 +88,34 @@ fn stuck_since(now: u64, last: u64, quiet: u64, window: u64) -> Option<u64> {
 }
 
 impl Simulator<'_> {
+    /// At a settle check, in either phase: judges the trace so far for
+    /// findings no later event can undo (`check::certain`), in a run
+    /// without power loss, at doubling intervals. The first one ends the
+    /// run a grace of `Q` ticks later (what followed shows in the report).
+    pub(super) fn judge_so_far(&mut self) {
+        let run = &self.scenario.run;
+        if !run.end_when_certain || self.power.is_some() || self.stall.end_after.is_some() {
+            return;
+        }
+        if self.now < self.stall.next_judged {
+            return;
+        }
+        self.stall.next_judged = self.now.max(run.settle_check_ticks).saturating_mul(2);
+        let Some(finding) = crate::check::certain(self.trace.events()).into_iter().next() else {
+            return;
+        };
+        let grace = self.scenario.quiet_ticks_min();
+        let until = self.now.saturating_add(grace);
+        let invariant = finding.invariant.to_string();
+        let reason = format!(
+            "the run ended at tick {until}, {grace} ticks after a finding no later event can undo \
+             ({invariant}, judged at tick {}): liveness is not judged",
+            self.now
+        );
+        self.record(ActorId::SIM, Op::Certain { invariant, until });
+        self.stall.end_after = Some((until, reason));
+    }
+
     /// At a settle check that found the run unsettled: ends the run if it
     /// is stuck (`Op::Stalled`). True if it ended.
     pub(super) fn stalled(&mut self) -> bool {

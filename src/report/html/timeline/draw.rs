@@ -182,6 +182,7 @@ pub(super) fn phases(out: &mut String, events: &[TraceEvent], axis: &Axis, botto
             Op::Quiet => "quiet: faults off",
             Op::Settled => "settled",
             Op::Stalled { .. } => "stalled: ends unsettled",
+            Op::Certain { .. } => "finding certain: ends after a grace",
             _ => continue,
         };
         let x = axis.x(event.tick);
