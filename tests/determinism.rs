@@ -98,3 +98,34 @@ fn pinned_trace_hash_of_smoke_seed_0() {
     let result = run(&loaded, 0, dir.path());
     assert_eq!(result.trace_hash, "56124fde12c577b7", "smoke seed 0 changed behaviour");
 }
+
+/// A run that ends early (a finding no later event can undo, or a stall)
+/// ends at the same event in-process and with each connection in a process
+/// of its own: the ending is part of the trace.
+#[test]
+fn runs_ending_early_end_alike_in_every_mode() {
+    let hash = |mutant: &str, mode: &str| {
+        let output = common::crashsim(&[
+            "run",
+            "smoke",
+            "--seed",
+            "0",
+            "--mutant",
+            mutant,
+            "--mode",
+            mode,
+            "--format",
+            "json",
+            "--no-report",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{}", common::stderr(&output));
+        // One JSON line per seed, then the summary's.
+        let stdout = common::stdout(&output);
+        let seed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap_or_default()).expect("json");
+        assert!(seed["steps"].as_u64().is_some_and(|steps| steps < 20_000), "{seed}");
+        seed["trace_hash"].as_str().expect("a trace hash").to_string()
+    };
+    for mutant in ["max_seq_plus_one", "mark_done_before_confirm"] {
+        assert_eq!(hash(mutant, "in-process"), hash(mutant, "process"), "{mutant}");
+    }
+}
