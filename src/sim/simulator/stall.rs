@@ -28,8 +28,8 @@ use crate::trace::{Op, TraceEvent};
 pub(super) struct Stall {
     /// Events of the trace already read.
     read: usize,
-    /// Facts seen, each once (`fact`).
-    facts: BTreeSet<(u8, String, u64)>,
+    /// Facts seen, each once (`facts`).
+    facts: BTreeSet<(Fact, String, u64)>,
     /// The tick of the last new fact.
     last: u64,
     /// The run ended here (`Op::Stalled`).
@@ -42,23 +42,33 @@ pub(super) struct Stall {
     pub(super) end_after: Option<(u64, String)>,
 }
 
+/// The kinds of durable fact (`facts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Fact {
+    Commit,
+    Done,
+    Effect,
+    Timer,
+    DeadLetter,
+}
+
 /// The durable facts an event shows, each as (kind, id, number).
-fn facts(event: &TraceEvent) -> Vec<(u8, String, u64)> {
+fn facts(event: &TraceEvent) -> Vec<(Fact, String, u64)> {
     match &event.op {
         Op::Commit { appended } => appended
             .iter()
-            .map(|append| (0, append.workflow_id.clone(), append.seq))
+            .map(|append| (Fact::Commit, append.workflow_id.clone(), append.seq))
             .collect(),
         Op::MarkDone {
             command_id,
             changed: true,
             ..
-        } => vec![(1, command_id.clone(), 0)],
-        Op::Apply { key, .. } => vec![(2, key.clone(), 0)],
+        } => vec![(Fact::Done, command_id.clone(), 0)],
+        Op::Apply { key, .. } => vec![(Fact::Effect, key.clone(), 0)],
         Op::RetryScheduled {
             command_id, attempt, ..
-        } => vec![(3, command_id.clone(), u64::from(*attempt))],
-        Op::DeadLettered { command_id, .. } => vec![(4, command_id.clone(), 0)],
+        } => vec![(Fact::Timer, command_id.clone(), u64::from(*attempt))],
+        Op::DeadLettered { command_id, .. } => vec![(Fact::DeadLetter, command_id.clone(), 0)],
         _ => Vec::new(),
     }
 }
