@@ -20,8 +20,14 @@ use crate::platform;
 use crate::runner::SeedResult;
 use crate::scenario::{Loaded, Scenario};
 
-/// The `format` key of every capsule written now.
-pub const FORMAT: &str = "crashsim-capsule/2";
+/// The `format` key of every capsule written now: runs end by ending rule
+/// `scenario::ENDING_RULE`.
+pub const FORMAT: &str = "crashsim-capsule/3";
+
+/// Capsules recorded under ending rule 2 (stale appends judged early,
+/// stuck runs ended a window into the quiet phase, faults to the end of
+/// their phase): each replays with that rule.
+pub const FORMAT_2: &str = "crashsim-capsule/2";
 
 /// Capsules recorded before runs ended once their verdict was certain
 /// (`run.end_when_certain`): each replays with the rule it was made with,
@@ -49,7 +55,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// Always `crashsim-capsule/1`.
+    /// `FORMAT`, or an older one (`FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -113,8 +119,14 @@ impl Capsule {
         };
         let mut scenario = loaded.scenario.clone();
         scenario.seed = None;
+        // A run under an older ending rule (a capsule replayed and saved
+        // again) keeps it.
+        let format = match scenario.run.ending_rule {
+            2 if scenario.run.end_when_certain => FORMAT_2,
+            _ => FORMAT,
+        };
         Capsule {
-            format: FORMAT.to_string(),
+            format: format.to_string(),
             crashsim_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: platform::git_commit().to_string(),
             sqlite_version: platform::sqlite_version().to_string(),
@@ -160,11 +172,12 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_2 => capsule.scenario.run.ending_rule = 2,
             FORMAT_1 => capsule.scenario.run.end_when_certain = false,
             other => {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
-                    message: format!("format {other:?} is neither {FORMAT:?} nor {FORMAT_1:?}"),
+                    message: format!("format {other:?} is none of {FORMAT:?}, {FORMAT_2:?}, {FORMAT_1:?}"),
                 });
             }
         }

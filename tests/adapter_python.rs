@@ -93,6 +93,27 @@ fn the_example_serves_leases_and_its_unfenced_acknowledgement_is_caught() {
         invariants.contains(&Invariant::I8),
         "unfenced_mark_done on leases: expected I8, found {invariants:?}"
     );
+    // A claim that never takes an expired lease: the answer that left the
+    // rows out is named first, not a run that never settled.
+    let first = first_violation("claim_unleased", "scenarios/leases.toml");
+    assert!(
+        first.as_ref().is_some_and(|first| first.invariant == Invariant::I1
+            && first.message.contains("more were claimable")
+            && first.message.contains("expired at tick")),
+        "claim_unleased on leases: {first:?}"
+    );
+}
+
+/// The first violation of the first failing seed of 0..4.
+fn first_violation(bug: &str, scenario: &str) -> Option<crashsim::check::Violation> {
+    let command = example(&format!("--bug {bug}"))?;
+    let adapter = adapter(&command, Duration::from_secs(30));
+    let loaded = load(scenario);
+    let dir = work_dir();
+    (0..4)
+        .map(|seed| run_seed(&loaded, seed, &options(dir.path(), &adapter)).expect("seed runs"))
+        .find(|result| !result.ok)
+        .and_then(|result| result.violations.into_iter().next())
 }
 
 /// A store without the `leases` capability (the SDK's toy store, which has

@@ -101,6 +101,39 @@ fn a_passing_run_saved_as_a_capsule_keeps_passing() {
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
 }
 
+/// Capsules recorded under ending rule 2 (format 2, at e4d0446: faults on
+/// to the end of their phase, only stale appends judged early, the whole
+/// retry chain in the stall window) replay with that rule, to the very
+/// trace they recorded, and are saved again in their format; the same
+/// seeds under today's rule end sooner.
+#[test]
+fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
+    let dir = work_dir();
+    for name in ["clocks+load_by_timestamp-0", "retries+mark_done_before_confirm-0"] {
+        let path = root().join(format!("tests/fixtures/capsules_rule2/{name}.toml"));
+        let capsule = Capsule::read(&path).unwrap();
+        assert_eq!(capsule.format, "crashsim-capsule/2");
+        assert_eq!(capsule.scenario.run.ending_rule, 2, "{name}");
+        let loaded = capsule.loaded(&path);
+        let replayed = run_seed_with(&loaded, capsule.seed, &options(dir.path()), capsule.faults()).unwrap();
+        assert_eq!(capsule.judge(&replayed), Ok(()), "{name}");
+        assert_eq!(
+            (replayed.trace_hash.as_str(), replayed.steps),
+            (capsule.trace_hash.as_str(), capsule.steps),
+            "{name}"
+        );
+        assert_eq!(Capsule::of_run(&loaded, &replayed).format, "crashsim-capsule/2");
+        let mut today = loaded.clone();
+        today.scenario.run.ending_rule = crashsim::scenario::ENDING_RULE;
+        let today = run_seed_with(&today, capsule.seed, &options(dir.path()), capsule.faults()).unwrap();
+        assert!(
+            !today.ok && today.steps < replayed.steps,
+            "{name}: {} steps",
+            today.steps
+        );
+    }
+}
+
 #[test]
 fn the_regression_corpus_keeps_its_verdicts() {
     let corpus = root().join("scenarios/regressions");

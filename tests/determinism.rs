@@ -104,10 +104,10 @@ fn pinned_trace_hash_of_smoke_seed_0() {
 /// of its own: the ending is part of the trace.
 #[test]
 fn runs_ending_early_end_alike_in_every_mode() {
-    let hash = |mutant: &str, mode: &str| {
+    let hash = |scenario: &str, mutant: &str, mode: &str| {
         let output = common::crashsim(&[
             "run",
-            "smoke",
+            scenario,
             "--seed",
             "0",
             "--mutant",
@@ -125,7 +125,19 @@ fn runs_ending_early_end_alike_in_every_mode() {
         assert!(seed["steps"].as_u64().is_some_and(|steps| steps < 20_000), "{seed}");
         seed["trace_hash"].as_str().expect("a trace hash").to_string()
     };
-    for mutant in ["max_seq_plus_one", "mark_done_before_confirm"] {
-        assert_eq!(hash(mutant, "in-process"), hash(mutant, "process"), "{mutant}");
+    // A stale append, a stuck run, one stuck with faults on (they stop
+    // early), a wrong answer, a claim that hides expired leases.
+    for (scenario, mutant) in [
+        ("smoke", "max_seq_plus_one"),
+        ("smoke", "mark_done_before_confirm"),
+        ("contention", "mark_done_before_confirm"),
+        ("clocks", "load_by_timestamp"),
+        ("leases", "claim_unleased_only"),
+    ] {
+        assert_eq!(
+            hash(scenario, mutant, "in-process"),
+            hash(scenario, mutant, "process"),
+            "{scenario} {mutant}"
+        );
     }
 }

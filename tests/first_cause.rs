@@ -5,6 +5,7 @@
 //! A replay that skips one kind of event decides from a state the log does
 //! not give (I6, at the writer's load); the event it decides then does not
 //! follow from the true state (I3, at its commit). The run leads with I6.
+//! And where the evidence shows the cause, the first line says it.
 
 mod common;
 
@@ -83,4 +84,23 @@ fn a_replay_that_skips_an_event_kind_leads_with_i6_not_i3() {
         &result.violations[..3.min(result.violations.len())]
     );
     assert!(first.message.contains("but replaying the log"), "{first}");
+}
+
+/// A receiver that commits its effect apart from its de-dup record, killed
+/// between the two: the page shows the kill and two effects, and the first
+/// line draws the inference (`check::apart`).
+#[test]
+fn an_effect_that_outlived_its_receivers_kill_is_named_committed_apart() {
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml").with_mutant("dedup_apart").unwrap();
+    let result = crashsim::runner::run_seed(&loaded, 0, &options(dir.path())).unwrap();
+    let first = &result.violations[0];
+    assert_eq!(first.invariant, Invariant::I2, "{first}");
+    for words in [
+        "survived its transaction",
+        "killed at receiver.before_effect_commit",
+        "committed apart from the record of its key",
+    ] {
+        assert!(first.message.contains(words), "{first}");
+    }
 }

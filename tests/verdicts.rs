@@ -5,8 +5,9 @@
 //! - a budget that ends before liveness can be judged is inconclusive, yet
 //!   a safety violation found before it is still a finding;
 //! - a run that can no longer settle ends a stall window into the quiet
-//!   phase, and one with a finding no later event can undo ends after a
-//!   grace, each with the first finding a run to its budget gives;
+//!   phase (stuck with faults on, they stop early), and one with a finding
+//!   no later event can undo ends after a grace, each with the first
+//!   finding a run to its budget gives;
 //! - the CLI reproductions of a full work directory (a real 600 KiB tmpfs,
 //!   where this machine lets the test mount one).
 
@@ -160,6 +161,57 @@ fn a_run_that_can_no_longer_settle_ends_a_stall_window_into_the_quiet_phase() {
     );
     assert_eq!(early.ticks, tick, "the run ends where it stalled");
     assert_eq!(early.violations[0].invariant, Invariant::I1);
+    let i10 = early
+        .violations
+        .iter()
+        .find(|v| v.invariant == Invariant::I10)
+        .expect("I10");
+    assert!(i10.message.contains("can no longer settle"), "{i10}");
+}
+
+#[test]
+fn a_run_stuck_with_faults_on_stops_them_and_ends_a_window_later() {
+    use crashsim::trace::Op;
+    // Contention's fault phase is 3,000 ticks, its stall window a fifth of
+    // that: a run stuck early need not wait the faults out.
+    let dir = work_dir();
+    let mut loaded = load("scenarios/contention.toml");
+    loaded.scenario.store = "mark_done_before_confirm".to_string();
+    loaded.mutant = Some("mark_done_before_confirm".to_string());
+    let early = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let window = crashsim::scenario::Budget::stall_window(&loaded.scenario);
+    let events = early.events.as_ref().expect("traces kept");
+    let at = |wanted: fn(&Op) -> bool| events.iter().position(|event| wanted(&event.op));
+    let ended = at(|op| matches!(op, Op::FaultsEnded { .. })).expect("faults stopped early");
+    let Op::FaultsEnded {
+        since,
+        window: recorded,
+    } = events[ended].op
+    else {
+        unreachable!()
+    };
+    let stopped = events[ended].tick;
+    assert_eq!(recorded, window);
+    assert!(
+        stopped >= since + window && stopped < loaded.scenario.run.ticks_fault,
+        "{stopped}"
+    );
+    // The quiet phase starts there, once: not again at run.ticks_fault.
+    let quiet: Vec<&crashsim::trace::TraceEvent> = events.iter().filter(|e| matches!(e.op, Op::Quiet)).collect();
+    assert_eq!(quiet.len(), 1);
+    assert_eq!(quiet[0].tick, stopped);
+    let Some((tick, Op::Stalled { since, .. })) = ending(&early) else {
+        panic!("a stuck run ends stalled: {:?}", ending(&early));
+    };
+    assert!(since >= stopped && tick >= since + window, "{since} {tick}");
+    assert!(early.ticks < loaded.scenario.run.ticks_fault, "{}", early.ticks);
+    // The finding a run with faults to the end of their phase leads with.
+    let mut full = loaded.clone();
+    full.scenario.run.end_when_certain = false;
+    full.scenario.run.ticks_max = 8_000;
+    let full = run_seed(&full, 0, &options(dir.path())).expect("a verdict");
+    assert_eq!(early.violations[0].invariant, Invariant::I1);
+    assert_eq!(full.violations[0].invariant, Invariant::I1);
     let i10 = early
         .violations
         .iter()

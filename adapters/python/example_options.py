@@ -54,6 +54,11 @@ Options:
                     lease still marks the row done after another worker
                     claimed it (a late acknowledgement counts). -> I8, in
                     scenarios with leases.
+  claim_unleased    claim takes only rows nobody ever leased ("an expired
+                    lease means its worker is still on it"): a worker that
+                    dies holding a lease leaves its rows to no one. -> I1
+                    (the claim answer that left them out, with the lease
+                    that had expired), in scenarios with leases.
   early_dedup_purge The receiver purges de-dup records after a hundredth of
                     the retention it is given ("they are never needed that
                     long"): a retry that comes back after its backoff finds
@@ -112,6 +117,7 @@ KNOWN_BUGS = (
     "dedup_apart",
     "body_key",
     "unfenced_mark_done",
+    "claim_unleased",
     "early_dedup_purge",
     "key_lower",
     "key_strip",

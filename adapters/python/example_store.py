@@ -205,13 +205,17 @@ class Store:
         now = ca.now()
         # With timers: not before a row's timer, and never a dead-lettered row.
         due = DUE if self.retries else "processed_at IS NULL"
+        free = "(lease_expires IS NULL OR lease_expires <= ?2)"
+        if "claim_unleased" in BUGS:
+            # "An expired lease means its worker is still on it."
+            free = "lease_expires IS NULL"
         rows = self.connection.execute(
             f"""UPDATE outbox
                    SET lease_owner = ?1, lease_expires = ?2 + ?3,
                        lease_token = lease_token + 1
                  WHERE rowid IN (SELECT rowid FROM outbox
                                   WHERE {due}
-                                    AND (lease_expires IS NULL OR lease_expires <= ?2)
+                                    AND {free}
                                   ORDER BY rowid LIMIT ?4)
              RETURNING rowid, lease_token, lease_expires, {OUTBOX_COLUMNS}""",
             (owner, now, lease_ticks, limit),

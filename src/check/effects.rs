@@ -157,6 +157,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
             let cause = genuine
                 .iter()
                 .find_map(|effect| super::interleaving::apply_between(input.events, &effect.key))
+                .or_else(|| super::apart::survived_kill(input.events, &genuine))
                 .map(|cause| format!(": {cause}"))
                 .unwrap_or_default();
             violations.push(

@@ -182,6 +182,7 @@ impl Fixture {
                 durable: super::Durable::default(),
                 max_attempts: self.max_attempts,
                 lease_margin_ticks: self.lease_margin_ticks,
+                claims: None,
             },
             self.retention,
         )

@@ -41,6 +41,7 @@
 pub mod adapter;
 mod alive;
 mod answers;
+mod apart;
 mod commands;
 pub mod coverage;
 mod durability;
@@ -157,7 +158,11 @@ pub struct Input<'a> {
     /// The scenario's `leases.margin_ticks` (0 without leases), for I8's
     /// one-live-lease clause under clock skew (`leases.rs`).
     pub lease_margin_ticks: u64,
+    /// With leases: what claims are asked with, to judge their answers.
+    pub claims: Option<Claims>,
 }
+
+pub use answers::Claims;
 
 /// Which databases' settings promise durability across power loss.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -230,12 +235,20 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
 
 /// Findings that no later event can undo, judged on the trace so far by
 /// the same code that judges them after the run, for a run without power
-/// loss (where no cut can take a commit back): today I3's stale appends
-/// (`sequence::stale`). A run that meets one ends after a grace
-/// (`sim::simulator::stall`), its verdict the one a full run would give.
-pub fn certain(events: &[TraceEvent]) -> Vec<Violation> {
+/// loss (where no cut can take a commit back): I3's stale appends
+/// (`sequence::stale`), and from ending `rule` 3 on the store's wrong
+/// answers (`answers`: I6, I5, I1's short `pending` and `claim`), each
+/// judged by what the trace fixed when it was given, and the commands a
+/// replay dispatched (I6, `replay::dispatched`). A run that meets one ends
+/// after a grace (`sim::simulator::stall`), its verdict the one a full run
+/// would give.
+pub fn certain(events: &[TraceEvent], claims: Option<Claims>, rule: u32) -> Vec<Violation> {
     let history = History::from_events(events);
     let mut violations = sequence::stale(events, &history);
+    if rule >= 3 {
+        violations.extend(answers::judge_all(events, &[], claims));
+        violations.extend(replay::dispatched(&history));
+    }
     order(&mut violations);
     violations
 }

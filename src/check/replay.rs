@@ -56,22 +56,29 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             );
         }
     }
-    for (tick, actor, command_id, replay) in &history.dispatches {
-        if *replay {
-            violations.push(
-                Violation::new(
-                    Invariant::I6,
-                    format!(
-                        "{actor} dispatched {command_id_shown} while replaying history: replay must dispatch nothing",
-                        command_id_shown = Shown(command_id)
-                    ),
-                )
-                .command(command_id)
-                .ticks([*tick]),
-            );
-        }
-    }
+    violations.extend(dispatched(history));
     violations
+}
+
+/// Commands a replay dispatched, from the trace alone: a finding no later
+/// event can undo (`check::certain`).
+pub fn dispatched(history: &History<'_>) -> Vec<Violation> {
+    history
+        .dispatches
+        .iter()
+        .filter(|(_, _, _, replay)| *replay)
+        .map(|(tick, actor, command_id, _)| {
+            Violation::new(
+                Invariant::I6,
+                format!(
+                    "{actor} dispatched {command_id_shown} while replaying history: replay must dispatch nothing",
+                    command_id_shown = Shown(command_id)
+                ),
+            )
+            .command(command_id)
+            .ticks([*tick])
+        })
+        .collect()
 }
 
 /// The tick of the `load` (the replay) the committing writer decided from:

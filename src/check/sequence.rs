@@ -92,32 +92,25 @@ pub fn stale(events: &[crate::trace::TraceEvent], history: &History<'_>) -> Vec<
             .or_default()
             .push((commit.tick, commit.actor));
     }
+    // The second commit from a head is the finding, whatever follows: the
+    // first two name it, so a run ended early on it says what a full run says.
     for ((workflow_id, expected_seq), commits) in from_head {
-        if commits.len() > 1 {
-            let who: Vec<String> = commits
-                .iter()
-                .map(|(tick, actor)| format!("{actor} at tick {tick}"))
-                .collect();
-            let cause = commits
-                .windows(2)
-                .find_map(|pair| {
-                    super::interleaving::commit_between(events, (pair[0].1, pair[0].0), (pair[1].1, pair[1].0))
-                })
+        if let [(first_tick, first), (second_tick, second), ..] = commits[..] {
+            let cause = super::interleaving::commit_between(events, (first, first_tick), (second, second_tick))
                 .map(|cause| format!(": {cause}"))
                 .unwrap_or_default();
             violations.push(
                 Violation::new(
                     Invariant::I3,
                     format!(
-                        "{} appends decided from {workflow_id_shown} seq {expected_seq} all committed ({}){cause}",
-                        commits.len(),
-                        who.join(", "),
+                        "two appends decided from {workflow_id_shown} seq {expected_seq} both committed ({first} at \
+                         tick {first_tick}, {second} at tick {second_tick}){cause}",
                         workflow_id_shown = Shown(workflow_id)
                     ),
                 )
                 .workflow(workflow_id)
                 .seq(expected_seq + 1)
-                .ticks(commits.iter().map(|(tick, _)| *tick)),
+                .ticks([first_tick, second_tick]),
             );
         }
     }

@@ -150,7 +150,7 @@ fn i3_rejects_a_renumbered_append_and_a_double_commit() {
     assert!(
         found
             .iter()
-            .any(|v| v.invariant == I3 && v.message.contains("all committed")),
+            .any(|v| v.invariant == I3 && v.message.contains("both committed")),
         "{found:#?}"
     );
     assert!(found.iter().all(|v| v.invariant == I3), "{found:#?}");

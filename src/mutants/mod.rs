@@ -35,6 +35,7 @@
 //! | `pending_offset_drift` | 15 | `pending` pages with an `OFFSET` kept across calls, skipping rows |
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //! | `heads_done_unscoped` | 15 | `heads` counts the workflow's done commands over all its events, not the head's |
+//! | `claim_unleased_only` | 15 | `claim` takes only rows never leased, never an expired lease |
 //!
 //! Mistake 10 shows where the connections left on the default run weaker
 //! than asked: where the SQLite build's default is weaker
@@ -53,7 +54,8 @@
 //! inexactly) where ids are hostile or near-miss keys are probed; mistake
 //! 15 (crashsim's too: a store whose reads answer wrongly) wherever the
 //! answers are judged, `load_by_timestamp` only where clocks step back by
-//! seconds (`scenarios/clocks.toml`).
+//! seconds (`scenarios/clocks.toml`), `claim_unleased_only` only where
+//! workers hold leases (`scenarios/leases.toml`).
 
 mod engine;
 mod forward;
@@ -127,7 +129,7 @@ const BASE: Mutant = Mutant {
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
-pub static MUTANTS: [Mutant; 24] = [
+pub static MUTANTS: [Mutant; 25] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -327,6 +329,14 @@ pub static MUTANTS: [Mutant; 24] = [
         description: "heads counts a workflow's done commands over all its events, not the head event's",
         store: |inner| Box::new(reads::HeadsDoneUnscoped { inner }),
         caught_by: &[Invariant::I6],
+        ..BASE
+    },
+    Mutant {
+        name: "claim_unleased_only",
+        mistake: 15,
+        description: "claim takes only rows nobody ever leased: a row whose holder died is never claimed again",
+        store: |inner| Box::new(reads::ClaimUnleasedOnly { inner }),
+        caught_by: &[Invariant::I1],
         ..BASE
     },
 ];

@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use super::forward::forward_store;
 use crate::model::{Head, OutboxRow, StoredEvent};
+use crate::store::Leased;
 use crate::store::events;
 use crate::store::outbox::{self, COLUMNS};
 use crate::store::reference::ReferenceStore;
@@ -116,5 +117,57 @@ impl Store for HeadsDoneUnscoped {
            FROM (SELECT workflow_id, MAX(seq) AS seq, kind FROM events GROUP BY workflow_id) h
           ORDER BY h.workflow_id";
         events::heads_query(self.inner.conn(), sql)
+    }
+}
+
+/// `claim` takes only rows nobody ever leased (`lease_expires IS NULL`),
+/// never one whose lease expired: a worker that dies holding a lease
+/// leaves its rows to no one. Its answers look fine one by one (rows,
+/// tokens, expiries); only what they leave out is wrong.
+pub struct ClaimUnleasedOnly {
+    pub inner: ReferenceStore,
+}
+
+impl Store for ClaimUnleasedOnly {
+    forward_store!(
+        load,
+        heads,
+        commands,
+        pending,
+        begin,
+        insert_event,
+        insert_command,
+        commit,
+        rollback,
+        mark_done,
+        connection,
+        mark_done_leased,
+        schedule_retry,
+        timers
+    );
+
+    fn claim(&mut self, owner: &str, lease_ticks: u64, limit: usize) -> Result<Vec<Leased>> {
+        let sql = format!(
+            "UPDATE outbox SET lease_owner = ?1, lease_expires = ?2 + ?3, lease_token = lease_token + 1
+              WHERE rowid IN (SELECT rowid FROM outbox WHERE processed_at IS NULL AND lease_expires IS NULL
+                               ORDER BY rowid LIMIT ?4)
+             RETURNING rowid, lease_token, lease_expires, {COLUMNS}"
+        );
+        let now = self.inner.now();
+        let mut statement = self.inner.conn().prepare_cached(&sql)?;
+        let rows = statement.query_map(params![owner, now as i64, lease_ticks as i64, limit as i64], |row| {
+            let rowid: i64 = row.get(0)?;
+            let token: i64 = row.get(1)?;
+            let expires: i64 = row.get(2)?;
+            let leased = Leased {
+                row: outbox::row_at(row, 3)?,
+                token: token as u64,
+                expires: expires as u64,
+            };
+            Ok((rowid, leased))
+        })?;
+        let mut claimed = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        claimed.sort_by_key(|(rowid, _)| *rowid);
+        Ok(claimed.into_iter().map(|(_, leased)| leased).collect())
     }
 }

@@ -221,6 +221,7 @@ pub fn run_seed_on(
             recoveries: &output.recoveries,
             artifacts: &output.artifacts,
             lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),
+            claims: check::Claims::of(&loaded.scenario),
             durable: check::Durable {
                 store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
                 receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),

@@ -42,6 +42,10 @@ pub struct Budget {
     /// A conservative estimate of the ticks the whole workload needs from
     /// scratch without faults (`W`, `workload_ticks`).
     pub workload: u64,
+    /// The longest legitimate wait between two durable facts (`G`,
+    /// `stall_window`): `quiet`, with one attempt of a retry chain in place
+    /// of the whole chain, since each failed attempt stores a timer.
+    pub quiet_gap: u64,
 }
 
 impl Budget {
@@ -59,21 +63,22 @@ impl Budget {
         // a poisoned command first tried then fails all its attempts before
         // it is dead-lettered (settled): each one a timer, a poll, a reply
         // timeout and a round trip.
-        let retries = scenario.retries.map_or(0, |retries| {
-            let attempt = sum(&[
+        let attempt = scenario.retries.map_or(0, |retries| {
+            sum(&[
                 retries.longest_delay(),
                 scenario.timing.poll_ticks,
                 scenario.timing.reply_timeout_ticks,
                 budget.round_trip,
-            ]);
-            u64::from(retries.max_attempts).saturating_mul(attempt)
+            ])
         });
-        budget.quiet_floor = sum(&[budget.quiet_floor, pause, lease, retries]);
-        budget.quiet = scenario
-            .run
-            .quiet_ticks_min
-            .unwrap_or(budget.quiet_floor)
-            .max(budget.quiet_floor);
+        let chain = scenario
+            .retries
+            .map_or(0, |retries| u64::from(retries.max_attempts).saturating_mul(attempt));
+        let written = scenario.run.quiet_ticks_min.unwrap_or(0);
+        let gap_floor = sum(&[budget.quiet_floor, pause, lease, attempt]);
+        budget.quiet_floor = sum(&[budget.quiet_floor, pause, lease, chain]);
+        budget.quiet = written.max(budget.quiet_floor);
+        budget.quiet_gap = written.max(gap_floor);
         budget
     }
 
@@ -112,24 +117,32 @@ impl Budget {
             quiet_floor,
             quiet: run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor),
             workload: workload_ticks(workload, timing),
+            quiet_gap: run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor),
         }
     }
 
-    /// How long nothing durable may change in the quiet phase before the
-    /// run is judged stuck (`run.end_when_certain`): `2·(Q + A·S) + H`. The
-    /// quiet minimum `Q` holds every legitimate wait of the scenario (a
-    /// poll, a reply timeout and its resend, busy backoffs, a restart, a
-    /// pause run on, a dead holder's lease under skewed clocks, a whole
-    /// retry chain); `A·S` is a step of every other actor, each of which may
-    /// take a database's lock first (a thousand writers keep a worker's
-    /// `mark_done` waiting for long); `H` is the longest hold of a suspended
-    /// call (`preempt.hold_ticks_max`). Twice the sum: the study in
-    /// `docs/performance.md` found no healthy gap past 0.25 of it.
+    /// How long nothing durable may change before the run is judged stuck
+    /// (`run.end_when_certain`): `2·(G + A·S) + H`. The gap `G` holds every
+    /// legitimate wait of the scenario between two durable facts (a poll, a
+    /// reply timeout and its resend, busy backoffs, a restart, a pause run
+    /// on, a dead holder's lease under skewed clocks, one attempt of a retry
+    /// chain, whose every failed attempt stores a timer); `A·S` is a step
+    /// of every other actor, each of which may take a database's lock first
+    /// (a thousand writers keep a worker's `mark_done` waiting for long);
+    /// `H` is the longest hold of a suspended call
+    /// (`preempt.hold_ticks_max`). Twice the sum: the study in
+    /// `docs/performance.md` found no healthy gap past half of it. Under
+    /// ending rule 2 (`capsule::FORMAT_2`) `G` was the quiet minimum `Q`,
+    /// with the whole retry chain.
     pub fn stall_window(scenario: &Scenario) -> u64 {
         let budget = Budget::of(scenario);
+        let gap = match scenario.run.ending_rule {
+            ..=2 => budget.quiet,
+            _ => budget.quiet_gap,
+        };
         let contention = budget.actors.saturating_mul(scenario.timing.step_ticks_max);
         let hold = scenario.preempt.as_ref().map_or(0, |preempt| preempt.hold_ticks_max);
-        sum(&[budget.quiet, contention]).saturating_mul(2).saturating_add(hold)
+        sum(&[gap, contention]).saturating_mul(2).saturating_add(hold)
     }
 
     /// The smallest `run.ticks_max`: the fault phase, then the quiet minimum
@@ -240,4 +253,44 @@ pub(super) fn derived_steps_max_of(scenario: &Scenario) -> u64 {
 
 fn round_steps(needed: u64) -> u64 {
     needed.div_ceil(1_000).saturating_mul(1_000).min(i64::MAX as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+    use crate::scenario::Scenario;
+
+    fn retries() -> Scenario {
+        crate::scenario::builtin::find(std::path::Path::new("retries"))
+            .expect("retries.toml is built in")
+            .load()
+            .expect("loads")
+            .scenario
+    }
+
+    #[test]
+    fn the_stall_window_waits_one_attempt_of_a_retry_chain_not_the_whole() {
+        let scenario = retries();
+        let policy = scenario.retries.expect("retries");
+        let budget = Budget::of(&scenario);
+        let attempts = u64::from(policy.max_attempts);
+        assert!(attempts > 1);
+        // The quiet minimum holds the whole chain; the gap one attempt of it.
+        let chain = budget.quiet - budget.quiet_gap;
+        assert_eq!(chain % (attempts - 1), 0, "{budget:?}");
+        let attempt = chain / (attempts - 1);
+        assert!(attempt >= policy.longest_delay(), "{budget:?}");
+        let contention = budget.actors * scenario.timing.step_ticks_max;
+        assert_eq!(Budget::stall_window(&scenario), 2 * (budget.quiet_gap + contention));
+        // Rule 2 (capsules of format 2) waited for the whole chain.
+        let mut old = scenario.clone();
+        old.run.ending_rule = 2;
+        assert_eq!(Budget::stall_window(&old), 2 * (budget.quiet + contention));
+        // Without retries the two are one, and a written quiet minimum raises both.
+        let mut plain = scenario;
+        plain.retries = None;
+        plain.run.quiet_ticks_min = Some(Budget::of(&plain).quiet + 500);
+        let budget = Budget::of(&plain);
+        assert_eq!(budget.quiet, budget.quiet_gap);
+    }
 }

@@ -133,11 +133,26 @@ pub struct RunLimits {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quiet_ticks_min: Option<u64>,
     /// End the run once its verdict is certain (`sim::simulator::stall`):
-    /// in the quiet phase, when nothing durable has changed for longer than
-    /// every legitimate wait of the scenario (`Budget::stall_window`). Default
-    /// true; capsules recorded before the rule replay with it off.
+    /// when nothing durable has changed for longer than every legitimate
+    /// wait of the scenario (`Budget::stall_window`), faults stop, and a
+    /// window into the quiet phase the run ends; a finding no later event
+    /// can undo ends it after a grace. Default true; capsules recorded
+    /// before the rule replay with it off.
     pub end_when_certain: bool,
+    /// Which version of that rule a run follows: a capsule replays with the
+    /// one it was recorded with (`capsule::FORMAT`). Not a key of the
+    /// scenario file: always the latest, `ENDING_RULE`.
+    #[serde(skip)]
+    pub ending_rule: u32,
 }
+
+/// The ending rule runs follow today (`RunLimits::ending_rule`): 2 judged
+/// I3's stale appends early and ended stuck runs a window into the quiet
+/// phase; 3 also judges the store's wrong answers and a replay's
+/// dispatches early (`check::certain`), waits one attempt of a retry chain
+/// between durable facts (`Budget::stall_window`) and stops faults once a
+/// run is stuck with them on.
+pub const ENDING_RULE: u32 = 3;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -339,6 +354,7 @@ impl Default for RunLimits {
             settle_check_ticks: 50,
             quiet_ticks_min: None,
             end_when_certain: true,
+            ending_rule: ENDING_RULE,
         };
         run.steps_max = budget::derived_steps_max(&run, &Workload::default(), &Timing::default());
         run

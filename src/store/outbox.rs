@@ -14,7 +14,7 @@ pub(crate) fn row(row: &Row<'_>) -> rusqlite::Result<OutboxRow> {
 }
 
 /// An outbox row from a query whose `COLUMNS` start at column `at`.
-pub(super) fn row_at(row: &Row<'_>, at: usize) -> rusqlite::Result<OutboxRow> {
+pub(crate) fn row_at(row: &Row<'_>, at: usize) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
         command_id: row.get(at)?,
         workflow_id: row.get(at + 1)?,

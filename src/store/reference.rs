@@ -78,6 +78,11 @@ impl ReferenceStore {
     pub fn conn(&self) -> &Connection {
         &self.conn
     }
+
+    /// The run's time as this store reads it, for implementations built on this one.
+    pub fn now(&self) -> u64 {
+        self.clock.now()
+    }
 }
 
 impl Store for ReferenceStore {

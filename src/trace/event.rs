@@ -105,6 +105,13 @@ pub enum Op {
         since: u64,
         window: u64,
     },
+    /// Faults stopped before `run.ticks_fault`: nothing durable changed
+    /// from tick `since` for `window` ticks with them on (`run.end_when_certain`).
+    /// The quiet phase follows; the run ends if it stays stuck a window more.
+    FaultsEnded {
+        since: u64,
+        window: u64,
+    },
     /// The trace so far holds a finding of `invariant` that no later event
     /// can undo: the run ends after tick `until` (`run.end_when_certain`).
     Certain {

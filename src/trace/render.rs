@@ -59,6 +59,9 @@ pub fn describe(op: &Op) -> String {
         Op::Stalled { since, window } => format!(
             "== stalled: nothing durable changed since tick {since} for {window} ticks (the stall window): the run ends unsettled =="
         ),
+        Op::FaultsEnded { since, window } => format!(
+            "== stuck with faults on: nothing durable changed since tick {since} for {window} ticks (the stall window): faults stop now =="
+        ),
         Op::Certain { invariant, until } => {
             format!("== {invariant} is certain: no later event can undo it; the run ends after tick {until} ==")
         }

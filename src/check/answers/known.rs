@@ -68,12 +68,15 @@ pub struct Known {
     /// Set after a power cut whose files recovery could not read: nothing
     /// is known from then on.
     pub blind: bool,
+    /// The leases claims took (`claims.rs`).
+    pub leases: super::claims::Leases,
 }
 
 impl Known {
     /// Takes in `event`, the trace's next; `recoveries` yields the
     /// recovery of each power cut in order.
     pub fn observe<'r>(&mut self, event: &TraceEvent, recoveries: &mut impl Iterator<Item = &'r Recovery>) {
+        self.leases.observe(event);
         let actor = event.actor;
         match &event.op {
             Op::Decide {

@@ -22,15 +22,21 @@
 //!   worker marked it done (or a call that could have did).
 //! - **`pending(limit)`** (I1): fewer rows than `limit` while rows were
 //!   certainly due (committed, never marked or retried): the answer hid
-//!   commands, which is how a command gets lost. `claim` is not judged
-//!   here: leases and skewed clocks decide what it may return (`leases.rs`).
+//!   commands, which is how a command gets lost.
+//! - **`claim`** (I1, `claims.rs`): the same, for rows certainly free by
+//!   the claimer's clock (never claimed, or their lease expired). Whether
+//!   a claim took a live lease is I8 (`leases.rs`).
 //!
 //! Each family is reported once per workflow (`load`, `commands`) or once
-//! per run (`pending`), at its first wrong answer, with how many more there were.
+//! per run (`pending`, `heads`), at its first wrong answer. An answer is
+//! judged by what the trace fixed when it was given, so a finding stands
+//! whatever follows: `check::certain` ends a run on one.
 
+mod claims;
 mod heads;
 mod known;
 
+pub use claims::Claims;
 use std::collections::BTreeMap;
 
 use super::{Input, Invariant, Violation};
@@ -40,18 +46,33 @@ use crate::trace::{Loaded, Op};
 use known::{Known, Place};
 
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    judge_all(input.events, input.recoveries, input.claims)
+}
+
+/// Every answer of `events` judged, with `recoveries` the recovery of each
+/// power cut in order. An answer is judged by what the trace fixed when it
+/// was given, so a finding stands whatever follows: `check::certain` judges
+/// the trace so far with this same code.
+pub fn judge_all(
+    events: &[crate::trace::TraceEvent],
+    recoveries: &[crate::sim::Recovery],
+    claims: Option<Claims>,
+) -> Vec<Violation> {
     let mut known = Known::default();
-    let mut recoveries = input.recoveries.iter();
+    let mut recoveries = recoveries.iter();
     let mut found = Found::default();
     // What was known when each actor's call was first suspended inside the
     // store (`[preempt]`), until the actor's next event answers it.
-    let mut suspended: BTreeMap<crate::actors::ActorId, Known> = BTreeMap::new();
-    for event in input.events {
+    // The call asked with the clock of its start (`claim`).
+    let mut suspended: BTreeMap<crate::actors::ActorId, (Known, u64)> = BTreeMap::new();
+    for event in events {
         if known.blind {
             break;
         }
         if let Op::Preempted { .. } = event.op {
-            suspended.entry(event.actor).or_insert_with(|| known.clone());
+            suspended
+                .entry(event.actor)
+                .or_insert_with(|| (known.clone(), known.leases.clock(event.actor, event.tick)));
             known.observe(event, &mut recoveries);
             continue;
         }
@@ -60,17 +81,33 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
             _ => suspended.remove(&event.actor),
         };
+        let asked = Asked {
+            claims,
+            clock: known.leases.clock(event.actor, event.tick),
+        };
         match began {
-            Some(start) => judge(&Known::widened(&start, &known), event, &mut found),
-            None => judge(&known, event, &mut found),
+            Some((start, clock)) => judge(
+                &Known::widened(&start, &known),
+                Asked { clock, ..asked },
+                event,
+                &mut found,
+            ),
+            None => judge(&known, asked, event, &mut found),
         }
         known.observe(event, &mut recoveries);
     }
     found.into_violations()
 }
 
+/// What a call was asked with: the run's claims, the caller's clock.
+#[derive(Clone, Copy)]
+struct Asked {
+    claims: Option<Claims>,
+    clock: u64,
+}
+
 /// One answer against what the trace fixes.
-fn judge(known: &Known, event: &crate::trace::TraceEvent, found: &mut Found) {
+fn judge(known: &Known, asked: Asked, event: &crate::trace::TraceEvent, found: &mut Found) {
     match &event.op {
         Op::Load {
             workflow_id, events, ..
@@ -95,42 +132,43 @@ fn judge(known: &Known, event: &crate::trace::TraceEvent, found: &mut Found) {
                 found.note("pending".to_string(), violation.ticks([event.tick]), event);
             }
         }
+        Op::Claim { claimed, .. } => {
+            let Some(claims) = asked.claims else {
+                return;
+            };
+            if let Some(violation) = claims::judge_claim(known, claims, asked.clock, claimed) {
+                found.note("claim".to_string(), violation.ticks([event.tick]), event);
+            }
+        }
         _ => {}
     }
 }
 
-/// The first wrong answer of each family, and how many followed.
+/// The first wrong answer of each family, placed at its answer (the tick
+/// `check::order` sorts by): the store went wrong there, whatever ticks its
+/// words name, so a wrong answer found late never leads a run before a
+/// finding that came first. Later ones are not counted: a
+/// run that ends early on a finding (`check::certain`) must lead with the
+/// words a full run gives, and how many wrong answers a run collects
+/// depends on how long it goes on. They are in the trace.
 #[derive(Default)]
 struct Found {
-    first: BTreeMap<String, (Violation, usize)>,
+    first: BTreeMap<String, Violation>,
 }
 
 impl Found {
     fn note(&mut self, family: String, violation: Violation, event: &crate::trace::TraceEvent) {
-        let violation = Violation {
+        self.first.entry(family).or_insert_with(|| Violation {
             message: format!(
                 "{} (answer to {} at tick {})",
                 violation.message, event.actor, event.tick
             ),
             ..violation
-        };
-        self.first
-            .entry(family)
-            .and_modify(|(_, more)| *more += 1)
-            .or_insert((violation, 0));
+        });
     }
 
     fn into_violations(self) -> Vec<Violation> {
-        self.first
-            .into_values()
-            .map(|(violation, more)| match more {
-                0 => violation,
-                more => Violation {
-                    message: format!("{}; {more} later answer(s) as wrong", violation.message),
-                    ..violation
-                },
-            })
-            .collect()
+        self.first.into_values().collect()
     }
 }
 
@@ -204,7 +242,6 @@ fn judge_load(known: &Known, workflow_id: &str, answer: &[Loaded]) -> Option<Vio
             format!("it leaves out seq {seq} ({kind}), committed at tick {tick}"),
             *seq,
         )
-        .map(|violation| violation.ticks([*tick]))
     })
 }
 
@@ -248,8 +285,7 @@ fn judge_awaiting(known: &Known, command_id: &str, done: bool) -> Option<Violati
                 Invariant::I6,
                 format!("commands answered {shown} as pending, but it was marked done at tick {tick}"),
             )
-            .command(command_id)
-            .ticks([*tick]),
+            .command(command_id),
         ),
         (true, None) if !known.touched.contains(command_id) => Some(
             Violation::new(
@@ -271,7 +307,7 @@ fn judge_pending(known: &Known, limit: usize, answer: &[String]) -> Option<Viola
         .due()
         .filter(|(command_id, _)| !answer.contains(command_id))
         .collect();
-    let (first, committed) = *left_out.first()?;
+    let (first, _) = *left_out.first()?;
     let named: Vec<String> = left_out
         .iter()
         .take(5)
@@ -291,8 +327,7 @@ fn judge_pending(known: &Known, limit: usize, answer: &[String]) -> Option<Viola
                 named.join(", ")
             ),
         )
-        .command(first)
-        .ticks([*committed]),
+        .command(first),
     )
 }
 

@@ -78,7 +78,7 @@ impl Simulator<'_> {
                 run.ticks_fault
             ));
         }
-        let quiet = ended.saturating_sub(run.ticks_fault);
+        let quiet = ended.saturating_sub(self.stall.quiet_from);
         (quiet < minimum).then(|| {
             format!(
                 "inconclusive: the budget {budget} ended {quiet} ticks into the quiet phase, less than \

@@ -125,8 +125,13 @@ impl Simulator<'_> {
         self.wake(slot, delay);
     }
 
+    /// Faults stop: at `run.ticks_fault`, or sooner for a stuck run (`stall`).
     pub(super) fn quiet(&mut self) {
+        if self.phase == Phase::Quiet {
+            return;
+        }
         self.phase = Phase::Quiet;
+        self.stall.quiet_from = self.now;
         if let Some(power) = &mut self.power {
             self.fault_points = Some(power.quiet());
         }

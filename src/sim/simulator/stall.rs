@@ -40,6 +40,9 @@ pub(super) struct Stall {
     /// A finding no later event can undo was met: the run ends after this
     /// tick, with why (`Op::Certain`).
     pub(super) end_after: Option<(u64, String)>,
+    /// The tick faults stopped at (`run.ticks_fault`, or sooner when the
+    /// run was stuck with them on).
+    pub(super) quiet_from: u64,
 }
 
 /// The kinds of durable fact (`facts`).
@@ -111,7 +114,11 @@ impl Simulator<'_> {
             return;
         }
         self.stall.next_judged = self.now.max(run.settle_check_ticks).saturating_mul(2);
-        let Some(finding) = crate::check::certain(self.trace.events()).into_iter().next() else {
+        let claims = crate::check::Claims::of(self.scenario);
+        let Some(finding) = crate::check::certain(self.trace.events(), claims, run.ending_rule)
+            .into_iter()
+            .next()
+        else {
             return;
         };
         let grace = self.scenario.quiet_ticks_min();
@@ -127,19 +134,38 @@ impl Simulator<'_> {
     }
 
     /// At a settle check that found the run unsettled: ends the run if it
-    /// is stuck (`Op::Stalled`). True if it ended.
+    /// is stuck in the quiet phase (`Op::Stalled`). True if it ended. Stuck
+    /// with faults on (rule 3, no power loss), it stops them now
+    /// (`Op::FaultsEnded`): the rest of the fault phase would only delay
+    /// the verdict, and liveness is judged a window after they stop.
     pub(super) fn stalled(&mut self) -> bool {
-        if !self.scenario.run.end_when_certain || self.phase != Phase::Quiet {
+        let run = &self.scenario.run;
+        if !run.end_when_certain {
             return false;
         }
         let last = self.stall.progress(self.trace.events());
         let window = crate::scenario::Budget::stall_window(self.scenario);
-        let Some(since) = stuck_since(self.now, last, self.scenario.run.ticks_fault, window) else {
-            return false;
-        };
-        self.record(ActorId::SIM, Op::Stalled { since, window });
-        self.stall.ended = true;
-        true
+        match self.phase {
+            Phase::Faults => {
+                // A cut takes facts back, and work redone after it is no new fact.
+                if run.ending_rule >= 3
+                    && self.power.is_none()
+                    && let Some(since) = stuck_since(self.now, last, 0, window)
+                {
+                    self.record(ActorId::SIM, Op::FaultsEnded { since, window });
+                    self.quiet();
+                }
+                false
+            }
+            Phase::Quiet => {
+                let Some(since) = stuck_since(self.now, last, self.stall.quiet_from, window) else {
+                    return false;
+                };
+                self.record(ActorId::SIM, Op::Stalled { since, window });
+                self.stall.ended = true;
+                true
+            }
+        }
     }
 }
 

@@ -184,6 +184,7 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Quiet
         | Op::Settled
         | Op::Stalled { .. }
+        | Op::FaultsEnded { .. }
         | Op::Certain { .. }
         | Op::InsertEvent { .. }
         | Op::Conflict { .. }

@@ -1,0 +1,151 @@
+//! `claim` answers judged (I1), as `pending` answers are: a claim that
+//! came back short while rows were certainly claimable hid them. A store
+//! that only takes rows nobody ever leased is the classic case: a worker
+//! dies holding a lease, the lease expires, and no claim ever takes the
+//! row again. Without this the run only fails to settle, with no cause.
+//!
+//! A row is certainly claimable by a claim when it is due (`Known::due`:
+//! committed, never marked or given a timer) and its lease is certainly
+//! over by the claimer's clock (the claim's tick plus the claimer's offset,
+//! as `leases.rs` reads it): never claimed, or its latest claim's expiry
+//! strictly before that clock (one tick of slack over the protocol's
+//! `lease_expires <= now`). A claim whose rows no one learned (a claim call
+//! that failed, died, or was suspended inside the store) may have leased
+//! any row committed by then, until at most its tick plus the claimer's
+//! largest offset so far plus the lease: those rows are not judged before
+//! that. A power cut may take claims back, which only shortens leases.
+
+use std::collections::BTreeMap;
+
+use super::known::Known;
+use crate::actors::{ActorId, Role};
+use crate::check::{Invariant, Violation};
+use crate::model::Shown;
+use crate::trace::{Claimed, Op, TraceEvent};
+
+/// What a run's claims are asked with: the batch limit and the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claims {
+    pub limit: usize,
+    pub lease_ticks: u64,
+}
+
+impl Claims {
+    /// A scenario's claims: its batch and lease (none without leases).
+    pub fn of(scenario: &crate::scenario::Scenario) -> Option<Claims> {
+        scenario.leases.map(|leases| Claims {
+            limit: scenario.workload.pending_batch as usize,
+            lease_ticks: leases.ticks,
+        })
+    }
+}
+
+/// The leases the trace shows, updated event by event.
+#[derive(Clone, Default)]
+pub struct Leases {
+    /// Each row's latest claim seen: its expiry, holder and tick.
+    latest: BTreeMap<String, Held>,
+    /// Claims whose rows no one learned: (tick, the largest clock the
+    /// claimer could have asked with).
+    unseen: Vec<(u64, u64)>,
+    /// Each actor's clock offset now, and the largest magnitude so far.
+    offsets: BTreeMap<ActorId, (i64, u64)>,
+}
+
+#[derive(Clone)]
+struct Held {
+    expires: u64,
+    owner: String,
+}
+
+impl Leases {
+    pub fn observe(&mut self, event: &TraceEvent) {
+        match &event.op {
+            Op::Skew { offset } | Op::ClockStep { offset, .. } => {
+                let entry = self.offsets.entry(event.actor).or_default();
+                *entry = (*offset, entry.1.max(offset.unsigned_abs()));
+            }
+            Op::Claim {
+                owner,
+                expires,
+                claimed,
+            } => {
+                for Claimed { command_id, .. } in claimed {
+                    let held = Held {
+                        expires: *expires,
+                        owner: owner.clone(),
+                    };
+                    let latest = self.latest.entry(command_id.clone()).or_insert_with(|| held.clone());
+                    if latest.expires <= held.expires {
+                        *latest = held;
+                    }
+                }
+            }
+            Op::Preempted { step, .. } | Op::Failed { step, .. } | Op::Died { step, .. }
+                if event.actor.role == Role::Worker && step == "claim" =>
+            {
+                let bound = self.offsets.get(&event.actor).map_or(0, |(_, bound)| *bound);
+                self.unseen.push((event.tick, event.tick.saturating_add(bound)));
+            }
+            _ => {}
+        }
+    }
+
+    /// `actor`'s clock at `tick`, as the store reads it for a claim.
+    pub fn clock(&self, actor: ActorId, tick: u64) -> u64 {
+        tick.saturating_add_signed(self.offsets.get(&actor).map_or(0, |(offset, _)| *offset))
+    }
+}
+
+/// A claim asked with the claimer's `clock` that answered `answer` (its rows).
+pub fn judge_claim(known: &Known, claims: Claims, clock: u64, answer: &[Claimed]) -> Option<Violation> {
+    if answer.len() >= claims.limit {
+        return None;
+    }
+    let leases = &known.leases;
+    // The latest expiry an unseen claim may have stored on a row committed at `committed`.
+    let unseen = |committed: u64| {
+        leases
+            .unseen
+            .iter()
+            .filter(|(tick, _)| *tick >= committed)
+            .map(|(_, clock)| clock.saturating_add(claims.lease_ticks))
+            .max()
+    };
+    let left_out: Vec<(&String, String)> = known
+        .due()
+        .filter(|(command_id, _)| !answer.iter().any(|claimed| &claimed.command_id == *command_id))
+        .filter(|(_, committed)| unseen(**committed).is_none_or(|until| until < clock))
+        .filter_map(|(command_id, committed)| match leases.latest.get(command_id) {
+            None => Some((command_id, format!("never claimed, committed at tick {committed}"))),
+            Some(held) if held.expires < clock => Some((
+                command_id,
+                format!("lease of {} expired at tick {}", held.owner, held.expires),
+            )),
+            Some(_) => None,
+        })
+        .collect();
+    let (first, _) = left_out.first()?;
+    let named: Vec<String> = left_out
+        .iter()
+        .take(5)
+        .map(|(command_id, why)| format!("{} ({why})", Shown(command_id.as_str())))
+        .collect();
+    let more = match left_out.len() > 5 {
+        true => format!(" and {} more", left_out.len() - 5),
+        false => String::new(),
+    };
+    Some(
+        Violation::new(
+            Invariant::I1,
+            format!(
+                "claim(limit {}) at clock {clock} answered {} row(s) while {} more were claimable: it left out {}{more}",
+                claims.limit,
+                answer.len(),
+                left_out.len(),
+                named.join(", ")
+            ),
+        )
+        .command(first),
+    )
+}
