@@ -31,6 +31,11 @@ pub enum Signal {
     Int,
     /// What a CI system or `kill` sends, e.g. at a time limit.
     Term,
+    /// Standard output's reader went away (`crashsim run | head`): not a
+    /// signal crashsim takes (it ignores SIGPIPE, so an adapter's closed
+    /// pipe is an error, not death), but a stop as the reader's SIGPIPE
+    /// would be ([`output_closed`]).
+    Pipe,
 }
 
 impl Signal {
@@ -39,6 +44,7 @@ impl Signal {
         match self {
             Signal::Int => "SIGINT",
             Signal::Term => "SIGTERM",
+            Signal::Pipe => "SIGPIPE",
         }
     }
 
@@ -47,6 +53,7 @@ impl Signal {
         match self {
             Signal::Int => libc::SIGINT,
             Signal::Term => libc::SIGTERM,
+            Signal::Pipe => libc::SIGPIPE,
         }
     }
 
@@ -54,6 +61,7 @@ impl Signal {
         match number {
             libc::SIGINT => Some(Signal::Int),
             libc::SIGTERM => Some(Signal::Term),
+            libc::SIGPIPE => Some(Signal::Pipe),
             _ => None,
         }
     }
@@ -71,6 +79,13 @@ static REQUESTED: AtomicI32 = AtomicI32::new(0);
 /// Whether a stop was asked for, and by which signal (the first one).
 pub fn requested() -> Option<Signal> {
     Signal::from_number(REQUESTED.load(Ordering::SeqCst))
+}
+
+/// Standard output's reader went away: the run stops as at a first
+/// signal, quietly (stderr may be the same closed pipe), and exits 141.
+/// A signal received before keeps its exit code.
+pub fn output_closed() {
+    let _ = REQUESTED.compare_exchange(0, libc::SIGPIPE, Ordering::SeqCst, Ordering::SeqCst);
 }
 
 /// Whether [`install`] succeeded once already.
@@ -108,7 +123,7 @@ fn on_signal(signal: Signal) {
     if first {
         let again = match signal {
             Signal::Int => "press Ctrl-C again to quit at once",
-            Signal::Term => "a second SIGTERM or SIGINT quits at once",
+            Signal::Term | Signal::Pipe => "a second SIGTERM or SIGINT quits at once",
         };
         eprintln!(
             "crashsim: {}: stopping (seeds running are abandoned; {again})",

@@ -117,3 +117,47 @@ fn a_killed_runs_work_directory_is_swept_by_the_next_run() {
     assert!(said.contains("removed 1 work directory"), "{said}");
     assert!(work_dir_is_empty(dir.path()));
 }
+
+/// `crashsim run … | head`: the reader goes away after one line. The
+/// next line the run prints fails to write: no panic, nothing more is
+/// printed, the run stops as at a first signal, nothing is left in its work
+/// directory, and what it found still decides the exit code.
+#[test]
+fn a_reader_that_goes_away_stops_the_run_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crashsim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "smoke", "--mutant", "no_dedup", "--seeds", "40", "--jobs", "2"])
+        .arg("--dir")
+        .arg(dir.path().join("work"))
+        .arg("--report")
+        .arg(dir.path().join("reports"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crashsim starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("a first line");
+    drop(stdout);
+    let mut waited = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            break status;
+        }
+        waited += 1;
+        if waited > 6_000 {
+            let _ = child.kill();
+            panic!("the run went on after its reader went away");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // A finding outranks the stop; a stop before the first seed ended is 141,
+    // as a SIGPIPE'd process (which line meets the closed pipe is a race).
+    assert!(matches!(status.code(), Some(1 | 141)), "{status:?} {stderr}");
+    assert!(work_dir_is_empty(dir.path()), "{stderr}");
+}

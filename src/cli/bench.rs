@@ -110,7 +110,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
     let human = args.format == Format::Human;
     if human {
         let seconds = options.configs.len() as f64 * f64::from(options.rounds) * budget.sample.as_secs_f64();
-        println!(
+        outln!(
             "bench: {} configurations × {} rounds of {} ms (≥ {:.0} s) in {} ({filesystem})",
             options.configs.len(),
             options.rounds,
@@ -119,13 +119,13 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
             dir.display()
         );
         if let Some(adapter) = &sut {
-            println!(
+            outln!(
                 "bench: the sut_* configurations measure {}",
                 identity(adapter).describe()
             );
         }
         if let Some(name) = &options.plant_slowdown {
-            println!("bench: {name}: {}", plant::NOTE);
+            outln!("bench: {name}: {}", plant::NOTE);
         }
     }
 
@@ -179,18 +179,18 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Exit> {
             .with_context(|| format!("--save-baseline {}", path.display()))?;
     }
     if human {
-        print!("{}", report::table(&record));
+        out!("{}", report::table(&record));
         if let Some(dir) = written {
-            println!(
+            outln!(
                 "note: report written to {}/ (bench.json, bench.md, bench.svg)",
                 dir.display()
             );
         }
         if let Some(path) = &args.save_baseline {
-            println!("note: baseline written to {}", path.display());
+            outln!("note: baseline written to {}", path.display());
         }
     } else {
-        println!("{}", serde_json::to_string(&record).expect("records serialise"));
+        outln!("{}", serde_json::to_string(&record).expect("records serialise"));
     }
     Ok(match &record.gate {
         Some(gate) if !gate.passed => Exit::Violation,

@@ -44,7 +44,7 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
 
     let verb = if args.dry_run { "would remove" } else { "removed" };
     for swept in &stale {
-        println!(
+        outln!(
             "{verb} {} ({}; its run is gone)",
             swept.path.display(),
             number::bytes(swept.bytes)
@@ -58,9 +58,9 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
             if !args.dry_run {
                 remove(path)?;
             }
-            println!("{verb} {} ({}; legacy)", path.display(), number::bytes(bytes));
+            outln!("{verb} {} ({}; legacy)", path.display(), number::bytes(bytes));
         } else {
-            println!("legacy {} ({})", path.display(), number::bytes(bytes));
+            outln!("legacy {} ({})", path.display(), number::bytes(bytes));
         }
     }
 
@@ -85,7 +85,7 @@ pub fn clean(args: &CleanArgs) -> anyhow::Result<Exit> {
     if summary.is_empty() {
         summary.push("nothing to clean".to_string());
     }
-    println!("{}: {}", dir.display(), summary.join("; "));
+    outln!("{}: {}", dir.display(), summary.join("; "));
     Ok(Exit::Pass)
 }
 

@@ -121,7 +121,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Exit> {
         json["schema_version"] = crate::report::json::SCHEMA_VERSION.into();
         json["capsule"] = capsule.map(|out| out.display().to_string()).into();
         json["replay"] = replay.into();
-        println!("{json}");
+        outln!("{json}");
     }
     Ok(match found.failing {
         0 => Exit::Pass,
@@ -131,7 +131,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Exit> {
 
 fn print_human(found: &Exploration, replay: Option<&str>) {
     let holds: Vec<String> = found.holds.iter().map(ToString::to_string).collect();
-    println!(
+    outln!(
         "explore: {} seed {}, up to {} suspension(s) per schedule, held {} tick(s); {} scheduling points without one",
         found.scenario,
         found.seed,
@@ -147,22 +147,23 @@ fn print_human(found: &Exploration, replay: Option<&str>) {
         0 => "every one held".to_string(),
         failing => format!("{failing} failed"),
     };
-    println!(
+    outln!(
         "  {} schedules run ({scope}), {} distinct traces: {verdict}",
-        found.schedules, found.distinct
+        found.schedules,
+        found.distinct
     );
     for (invariant, schedules) in &found.by_invariant {
-        println!("  {invariant} {}: {schedules} schedule(s)", invariant.title());
+        outln!("  {invariant} {}: {schedules} schedule(s)", invariant.title());
     }
     match (&found.first_failure, replay) {
         (Some(failure), Some(replay)) => {
-            print!("{}", failure_lines(found.seed, &failure.violations, None, replay, None));
+            out!("{}", failure_lines(found.seed, &failure.violations, None, replay, None));
         }
         (Some(failure), None) => {
             if let Some(first) = failure.violations.first() {
-                println!("fail: seed={} {first}", found.seed);
+                outln!("fail: seed={} {first}", found.seed);
             }
-            println!("note: no capsule written (--no-report and no --out): the failing schedule cannot be replayed");
+            outln!("note: no capsule written (--no-report and no --out): the failing schedule cannot be replayed");
         }
         (None, _) => {}
     }

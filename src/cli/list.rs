@@ -20,26 +20,26 @@ pub fn list(args: &ListArgs) -> anyhow::Result<Exit> {
     }
     super::scenarios::print_list(args.scenarios.as_deref())?;
     print_left_out(args.scenarios.as_deref());
-    println!("\nimplementations (scenario key `store`):");
+    outln!("\nimplementations (scenario key `store`):");
     for implementation in registry::all() {
-        println!("  {:<16} {}", implementation.name(), implementation.description());
+        outln!("  {:<16} {}", implementation.name(), implementation.description());
     }
-    println!("\nmutants (`--mutant NAME`; `crashsim mutants` measures how fast each is caught):");
+    outln!("\nmutants (`--mutant NAME`; `crashsim mutants` measures how fast each is caught):");
     for mutant in &crate::mutants::MUTANTS {
-        println!("  {:<26} #{:<3} {}", mutant.name, mutant.mistake, mutant.description);
+        outln!("  {:<26} #{:<3} {}", mutant.name, mutant.mistake, mutant.description);
     }
-    println!("\nkill points (scenario keys under [faults.<role>]):");
+    outln!("\nkill points (scenario keys under [faults.<role>]):");
     for point in KillPoint::ALL {
-        println!("  {:<32} {}", point.name(), point.describe());
+        outln!("  {:<32} {}", point.name(), point.describe());
     }
-    println!("\npower-loss disk models ([power] model):");
+    outln!("\npower-loss disk models ([power] model):");
     for model in Model::ALL {
-        println!("  {:<16} {}", model.name(), model.describe());
+        outln!("  {:<16} {}", model.name(), model.describe());
     }
-    println!("\ninvariants:");
+    outln!("\ninvariants:");
     for invariant in Invariant::ALL {
         let status = if invariant.checked() { "" } else { " (not checked yet)" };
-        println!("  {:<4} {}{status}", invariant.to_string(), invariant.title());
+        outln!("  {:<4} {}{status}", invariant.to_string(), invariant.title());
     }
     Ok(Exit::Pass)
 }
@@ -79,7 +79,7 @@ fn describe_left_out(scenario: &Scenario) -> String {
 /// scenarios folder that is not a built-in's text (a folder that cannot be
 /// read was reported by `print_list`).
 fn print_left_out(dir: Option<&Path>) {
-    println!(
+    outln!(
         "
 kill points each scenario reaches (its file's comments say why it leaves any out):"
     );
@@ -89,7 +89,7 @@ kill points each scenario reaches (its file's comments say why it leaves any out
         .collect();
     for builtin in &builtins {
         if let Ok(loaded) = builtin.load() {
-            println!("  {:<16} {}", builtin.name, describe_left_out(&loaded.scenario));
+            outln!("  {:<16} {}", builtin.name, describe_left_out(&loaded.scenario));
         }
     }
     let dir = dir.unwrap_or(Path::new("scenarios"));
@@ -100,7 +100,7 @@ kill points each scenario reaches (its file's comments say why it leaves any out
             continue;
         }
         if let Ok(loaded) = scenario::load(&path) {
-            println!("  {:<16} {}", path.display(), describe_left_out(&loaded.scenario));
+            outln!("  {:<16} {}", path.display(), describe_left_out(&loaded.scenario));
         }
     }
 }
@@ -112,7 +112,7 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
     let Choice::Outside(adapter) = &choice else {
         return Ok(Exit::BadInput);
     };
-    println!("{}", choice.describe());
+    outln!("{}", choice.describe());
     let vfs = adapter.vfs();
     let extension = match (vfs.version_text(), &vfs.unavailable) {
         (Some(version), _) => {
@@ -128,39 +128,39 @@ fn describe_sut(args: &ListArgs) -> anyhow::Result<Exit> {
             crate::vfs::extension::ENV_EXTENSION
         ),
     };
-    println!("crash VFS extension: {extension}");
+    outln!("crash VFS extension: {extension}");
     let capabilities = &adapter.identity().capabilities;
-    println!(
+    outln!(
         "capabilities: {}",
         match capabilities.is_empty() {
             true => "none beyond version 1's ops".to_string(),
             false => capabilities.join(", "),
         }
     );
-    println!("\nbuilt-in scenarios (`run --skip-unsupported` skips those it cannot run):");
+    outln!("\nbuilt-in scenarios (`run --skip-unsupported` skips those it cannot run):");
     for builtin in BUILTINS.iter().filter(|builtin| builtin.kind == Kind::Scenario) {
         let loaded = builtin.load()?;
         match crate::runner::unsupported(&loaded, &**adapter) {
-            None => println!("  {:<16} runs", builtin.name),
-            Some(why) => println!("  {:<16} cannot run: {why}", builtin.name),
+            None => outln!("  {:<16} runs", builtin.name),
+            Some(why) => outln!("  {:<16} cannot run: {why}", builtin.name),
         }
     }
     let unreachable = KillPoint::unreachable_by(&**adapter);
-    println!("\nkill points:");
+    outln!("\nkill points:");
     for point in KillPoint::ALL {
         let reach = if unreachable.contains(&point) {
             "unreachable: the transaction is one call (call granularity)"
         } else {
             point.describe()
         };
-        println!("  {:<32} {reach}", point.name());
+        outln!("  {:<32} {reach}", point.name());
     }
     if !adapter.files().is_empty() {
-        println!(
+        outln!(
             "\nfiles of the store (its command names them or its hello lists them as `sources`; recorded in reports and capsules):"
         );
         for (file, hash) in adapter.files() {
-            println!("  {file}  sha256 {hash}…");
+            outln!("  {file}  sha256 {hash}…");
         }
     }
     Ok(Exit::Pass)

@@ -32,7 +32,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     let human = args.format == Format::Human;
     if human {
         for file in &skipped {
-            println!("note: skipped {}: not the summary of a run", file.display());
+            outln!("note: skipped {}: not the summary of a run", file.display());
         }
     }
     let merged = merge::merge(parts).map_err(|refused| anyhow::anyhow!("{refused}"))?;
@@ -223,7 +223,7 @@ fn print_human(
             .iter()
             .map(|part| part.partition.map_or("whole range".to_string(), |p| p.to_string()))
             .collect();
-        println!(
+        outln!(
             "{}: {} seeds from {} ({}): {} passed, {} failed, {} errors; digest {}",
             scenario.scenario,
             thousands(scenario.seeds),
@@ -237,19 +237,19 @@ fn print_human(
             thousands(scenario.errored),
             scenario.digest
         );
-        println!("  seeds {}", scenario.covered);
+        outln!("  seeds {}", scenario.covered);
         if let Some(partitions) = missing.get(&scenario.scenario) {
             let names: Vec<String> = partitions.iter().map(ToString::to_string).collect();
-            println!("  missing partitions: {}", names.join(", "));
+            outln!("  missing partitions: {}", names.join(", "));
         }
         for failing in scenario.failing_seeds.iter().take(10) {
-            println!(
+            outln!(
                 "  seed={} {}: {}",
                 failing.seed,
                 failing.invariants.join(","),
                 failing.first
             );
-            println!("    note: replay with `{}`", failing.replay);
+            outln!("    note: replay with `{}`", failing.replay);
         }
         for gap in &scenario.coverage.gaps {
             let what = if scenario.require_fired {
@@ -257,10 +257,10 @@ fn print_human(
             } else {
                 "warning"
             };
-            println!("  {what}: {gap}");
+            outln!("  {what}: {gap}");
         }
     }
-    println!(
+    outln!(
         "{}: merged into {}/ (summary.json, junit.xml, summary.md, index.html)",
         total.outcome,
         out.display()

@@ -3,6 +3,10 @@
 //! Wall-clock time appears here and in `bench` only (seeds per second,
 //! progress, throughput): it reports on a run, it never steers one.
 
+// First, so its `outln!` and `out!` are in scope in every module below.
+#[macro_use]
+mod stdout;
+
 mod bench;
 pub mod ci;
 mod clean;

@@ -70,9 +70,9 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
     let human = args.format == Format::Human;
     if human {
         if let Choice::Outside(_) = &reference {
-            println!("reference: {}", reference.describe());
+            outln!("reference: {}", reference.describe());
         }
-        println!(
+        outln!(
             "{} mutant(s) × {} scenario(s), {} range(s) of up to {} seeds each; reference: {} seeds per scenario; {jobs} job(s)",
             selected.len(),
             scenarios.len(),
@@ -108,7 +108,7 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
         write_reports(&dir, &rows, &selected, &scenarios, &settings, &reference)
             .with_context(|| format!("writing the reports under {}", dir.display()))?;
         if human {
-            println!("note: reports written to {}/", dir.display());
+            outln!("note: reports written to {}/", dir.display());
         }
     }
     let escaped: Vec<&str> = rows
@@ -120,20 +120,28 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
         Ok(Exit::Pass)
     } else {
         if human {
-            println!("error: not as expected: {}", escaped.join(", "));
+            outln!("error: not as expected: {}", escaped.join(", "));
         }
         Ok(Exit::Violation)
     }
 }
 
 fn print_table(rows: &[Row]) {
-    println!(
+    outln!(
         "{:<26} {:>3} {:<8} {:<12} {:<14} {:<14} {:>12} {:>8} {:>9}",
-        "mutant", "#", "caught", "first by", "documented", "scenario", "first seed", "median", "wall ms"
+        "mutant",
+        "#",
+        "caught",
+        "first by",
+        "documented",
+        "scenario",
+        "first seed",
+        "median",
+        "wall ms"
     );
     for row in rows {
         let show = |value: Option<u64>| value.map_or_else(|| "-".to_string(), |v| v.to_string());
-        println!(
+        outln!(
             "{:<26} {:>3} {:<8} {:<12} {:<14} {:<14} {:>12} {:>8} {:>9}",
             row.mutant,
             row.mistake.map_or_else(String::new, |m| m.to_string()),

@@ -61,7 +61,7 @@ pub fn print_list(dir: Option<&Path>) -> anyhow::Result<()> {
             "\nbuilt-in scopes (tiny; `crashsim explore NAME` runs every schedule up to a bound):",
         ),
     ] {
-        println!("{title}");
+        outln!("{title}");
         let section: Vec<_> = BUILTINS.iter().filter(|builtin| builtin.kind == kind).collect();
         let width = section
             .iter()
@@ -71,16 +71,16 @@ pub fn print_list(dir: Option<&Path>) -> anyhow::Result<()> {
             .max(16);
         for builtin in section {
             match builtin.load() {
-                Ok(loaded) => println!("  {:<width$} {}", builtin.name, loaded.scenario.description),
-                Err(error) => println!("  {:<width$} INVALID: {error}", builtin.name),
+                Ok(loaded) => outln!("  {:<width$} {}", builtin.name, loaded.scenario.description),
+                Err(error) => outln!("  {:<width$} INVALID: {error}", builtin.name),
             }
         }
     }
     let Some(folder) = folder else { return Ok(()) };
-    println!("\nscenarios in {} (run one by its path):", folder.dir.display());
+    outln!("\nscenarios in {} (run one by its path):", folder.dir.display());
     print_files(&folder.scenarios);
     if let Some((dir, paths)) = &folder.demonstrations {
-        println!(
+        outln!(
             "\ndemonstrations in {} (hazards shown, expected to fail):",
             dir.display()
         );
@@ -111,12 +111,12 @@ fn files_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 fn print_files(paths: &[PathBuf]) {
     if paths.is_empty() {
-        println!("  (none)");
+        outln!("  (none)");
     }
     for path in paths {
         match scenario::load(path) {
-            Ok(loaded) => println!("  {:<16} {}", loaded.name, loaded.scenario.description),
-            Err(error) => println!("  {:<16} INVALID: {error}", path.display()),
+            Ok(loaded) => outln!("  {:<16} {}", loaded.name, loaded.scenario.description),
+            Err(error) => outln!("  {:<16} INVALID: {error}", path.display()),
         }
     }
 }

@@ -41,7 +41,7 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
     };
     let shrunk = match shrink_run(&loaded, seed, &options, args.max_runs, &mut progress) {
         Err(ShrinkError::Passes { seed }) => {
-            println!("seed {seed} of {} passes: nothing to shrink", loaded.label());
+            outln!("seed {seed} of {} passes: nothing to shrink", loaded.label());
             return Ok(Exit::Pass);
         }
         other => other?,
@@ -104,27 +104,27 @@ pub fn shrink(args: &ShrinkArgs) -> anyhow::Result<Exit> {
     };
 
     if human {
-        println!(
+        outln!(
             "shrunk seed={seed} of {}: {} still fails",
             loaded.label(),
             shrunk.target
         );
         print_size("original", &shrunk.original);
         print_size("shrunk", &shrunk.shrunk);
-        println!("  ({} candidate runs in {seconds:.1} s)", shrunk.runs);
-        print!(
+        outln!("  ({} candidate runs in {seconds:.1} s)", shrunk.runs);
+        out!(
             "{}",
             failure_lines(seed, &shrunk.result.violations, None, &replay, report_dir.as_deref())
         );
-        println!("note: capsule written to {}", out.display());
+        outln!("note: capsule written to {}", out.display());
     } else {
-        println!("{summary}");
+        outln!("{summary}");
     }
     Ok(Exit::Violation)
 }
 
 fn print_size(label: &str, size: &Size) {
-    println!(
+    outln!(
         "  {label:<9} {:>9} steps, {:>4} faults, {:>4} workflows, {:>3} actors",
         thousands(size.steps),
         size.faults,

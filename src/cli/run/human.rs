@@ -26,20 +26,20 @@ pub(super) fn print(
         let replay = replay_command(loaded, result.seed, flags);
         let swarm_mix = loaded.scenario.faults.swarm.then_some(result.faults.as_str());
         let report = report_dirs.get(&result.seed).map(|dir| dir.as_path());
-        print!(
+        out!(
             "{}",
             failure_lines(result.seed, &result.violations, swarm_mix, &replay, report)
         );
-        print!(
+        out!(
             "{}",
             next_steps(&result.violations, &shrink_command(loaded, result.seed, flags))
         );
         if let Some(dir) = &result.kept_dir {
-            println!("note: databases kept in {}", dir.display());
+            outln!("note: databases kept in {}", dir.display());
         }
     }
     if summary.failed as usize > FAILURES_SHOWN {
-        println!(
+        outln!(
             "… and {} more failing seeds (see summary.json)",
             summary.failed as usize - FAILURES_SHOWN
         );
@@ -84,7 +84,7 @@ pub(super) fn print(
     if summary.not_run > 0 {
         ended.push_str(&format!(", {} not run", thousands(summary.not_run)));
     }
-    println!(
+    outln!(
         "{}: {} seeds in {:.1} s ({}, {} steps/s, {} steps/seed): {ended}",
         summary.scenario,
         thousands(summary.seeds),
@@ -94,7 +94,7 @@ pub(super) fn print(
         number::short(summary.steps_per_seed),
     );
     if let Some(signal) = &summary.interrupted {
-        println!(
+        outln!(
             "  interrupted by {signal}: seeds ended: {}; running seeds were abandoned",
             if summary.covered.is_empty() {
                 "none"
@@ -103,9 +103,9 @@ pub(super) fn print(
             }
         );
     } else if summary.not_run > 0 {
-        println!("  the run stopped at the first error that would meet every later seed too");
+        outln!("  the run stopped at the first error that would meet every later seed too");
     } else if summary.selection.stopped_at_failure {
-        println!(
+        outln!(
             "  stopped at the first failure (--fail-fast): seeds {} ended (a prefix of the range {})",
             summary.covered,
             summary.selection.selection().range()
@@ -116,7 +116,7 @@ pub(super) fn print(
             Some(partition) => format!("--partition {partition} --seeds {}", ended * partition.total),
             None => format!("--seeds {ended}"),
         };
-        println!(
+        outln!(
             "  time budget spent: seeds {} ended (a prefix of the range {}); `{rerun}` covers them again",
             if summary.covered.is_empty() {
                 "none"
@@ -126,22 +126,22 @@ pub(super) fn print(
             summary.selection.selection().range()
         );
     } else if let Some(partition) = summary.selection.partition {
-        println!(
+        outln!(
             "  partition {partition} of {}: seeds {}",
             summary.selection.selection().range(),
             summary.covered
         );
     }
     if summary.seeds == 0 {
-        println!("  invariants: no seed ended with a verdict");
+        outln!("  invariants: no seed ended with a verdict");
         return;
     }
-    println!("  {}", summary.verdicts());
-    print!("{}", kill_table(&summary.kills, unreachable));
+    outln!("  {}", summary.verdicts());
+    out!("{}", kill_table(&summary.kills, unreachable));
     // Under the coverage gate, gaps are errors (`super::gate`).
     if !summary.require_fired {
         for gap in &summary.coverage.gaps {
-            println!("warning: {}: {gap}", summary.scenario);
+            outln!("warning: {}: {gap}", summary.scenario);
         }
     }
 }

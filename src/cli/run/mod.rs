@@ -106,13 +106,13 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     };
     let human = args.format == Format::Human;
     if human {
-        println!(
+        outln!(
             "crashsim {} ({}), SQLite {}",
             env!("CARGO_PKG_VERSION"),
             platform::short_commit(platform::git_commit()),
             platform::sqlite_version()
         );
-        println!(
+        outln!(
             "seeds {} on {jobs} job(s); databases in {} ({filesystem}); store: {}{}",
             describe_seeds(&chosen, args.time_budget),
             work_dir.display(),
@@ -165,7 +165,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 .with_context(|| format!("writing the summary under {}", root.display()))?;
             if human {
                 let (bytes, seeds) = report::folder_size(&dir);
-                println!(
+                outln!(
                     "  report: {}/ ({} failing seed folder{}, {})",
                     dir.display(),
                     seeds,
@@ -175,6 +175,13 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             }
         }
         summaries.push(summary);
+    }
+    // Stopped before a scenario could say so (a signal, or a reader gone
+    // before the first seed): an interrupted run, never a pass.
+    if runner::abandoning() {
+        exit = exit.worst(Exit::Interrupted(
+            crate::interrupt::requested().map_or(2, |signal| signal.number()),
+        ));
     }
     let total = RunSummary::new(
         &summaries,
@@ -186,7 +193,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     );
     if human {
         if scenarios.len() > 1 {
-            println!(
+            outln!(
                 "all: {} seeds, {} failed, {} errors, {}",
                 thousands(total.seeds),
                 thousands(total.failed),
@@ -201,7 +208,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             } else {
                 "stopped at the first failure (--fail-fast)"
             };
-            println!("{why}: not started: {}", skipped.join(", "));
+            outln!("{why}: not started: {}", skipped.join(", "));
         }
     } else {
         // A reader that stopped early (`| head`) closed the pipe: nothing to tell it.
@@ -231,7 +238,7 @@ fn skip_unsupported(scenarios: Vec<Loaded>, choice: &Choice, human: bool) -> any
         };
         match why {
             None => kept.push(loaded),
-            Some(why) if human => println!("skipped {}: {why}", loaded.label()),
+            Some(why) if human => outln!("skipped {}: {why}", loaded.label()),
             Some(why) => eprintln!("skipped {}: {why}", loaded.label()),
         }
     }
@@ -271,7 +278,7 @@ fn gate(args: &RunArgs, loaded: &Loaded, summary: &ScenarioSummary, human: bool)
         eprintln!("error: coverage gate ({from}): {}: {gap}", loaded.label());
     }
     if human {
-        println!(
+        outln!(
             "  coverage gate failed: {} gap(s); more seeds, or higher rates, make them fire",
             summary.coverage.gaps.len()
         );
@@ -316,14 +323,14 @@ fn run_scenario(
     };
     if human && !unreachable.is_empty() {
         let names: Vec<&str> = unreachable.iter().map(|point| point.name()).collect();
-        println!(
+        outln!(
             "note: this store's transactions are single calls: {} cannot be reached",
             names.join(", ")
         );
     }
     let workload = &loaded.scenario.workload;
     if human {
-        println!(
+        outln!(
             "scenario {} ({}): store={}, {} trips, {} writers, {} workers, {} receivers; faults: {}",
             loaded.label(),
             loaded.origin(),
