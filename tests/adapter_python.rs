@@ -104,16 +104,9 @@ fn the_example_serves_leases_and_its_unfenced_acknowledgement_is_caught() {
     );
 }
 
-/// The first violation of the first failing seed of 0..4.
+/// The first violation of `bug`'s first failing seed in seeds 0..4 of `scenario`.
 fn first_violation(bug: &str, scenario: &str) -> Option<crashsim::check::Violation> {
-    let command = example(&format!("--bug {bug}"))?;
-    let adapter = adapter(&command, Duration::from_secs(30));
-    let loaded = load(scenario);
-    let dir = work_dir();
-    (0..4)
-        .map(|seed| run_seed(&loaded, seed, &options(dir.path(), &adapter)).expect("seed runs"))
-        .find(|result| !result.ok)
-        .and_then(|result| result.violations.into_iter().next())
+    first_failing(bug, scenario)?.violations.into_iter().next()
 }
 
 /// A store without the `leases` capability (the SDK's toy store, which has
@@ -256,6 +249,17 @@ fn the_call_granularity_example_passes_and_says_what_it_cannot_reach() {
 
 /// The first failing seed of `bug` in seeds 0..4 of `scenario`, and its invariants.
 fn caught(bug: &str, scenario: &str) -> Option<Vec<Invariant>> {
+    Some(
+        first_failing(bug, scenario)?
+            .violations
+            .iter()
+            .map(|v| v.invariant)
+            .collect(),
+    )
+}
+
+/// The first failing seed of the example with `bug` in seeds 0..4 of `scenario`.
+fn first_failing(bug: &str, scenario: &str) -> Option<SeedResult> {
     let command = example(&format!("--bug {bug}"))?;
     let adapter = adapter(&command, Duration::from_secs(30));
     let loaded = load(scenario);
@@ -263,7 +267,6 @@ fn caught(bug: &str, scenario: &str) -> Option<Vec<Invariant>> {
     (0..4)
         .map(|seed| run_seed(&loaded, seed, &options(dir.path(), &adapter)).expect("seed runs"))
         .find(|result| !result.ok)
-        .map(|result| result.violations.iter().map(|v| v.invariant).collect())
 }
 
 /// A small scenario with every fault on, which catches each mutant in a seed or two.

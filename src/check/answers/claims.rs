@@ -128,22 +128,17 @@ pub fn judge_claim(known: &Known, claims: Claims, clock: u64, answer: &[Claimed]
     let (first, _) = left_out.first()?;
     let named: Vec<String> = left_out
         .iter()
-        .take(5)
         .map(|(command_id, why)| format!("{} ({why})", Shown(command_id.as_str())))
         .collect();
-    let more = match left_out.len() > 5 {
-        true => format!(" and {} more", left_out.len() - 5),
-        false => String::new(),
-    };
     Some(
         Violation::new(
             Invariant::I1,
             format!(
-                "claim(limit {}) at clock {clock} answered {} row(s) while {} more were claimable: it left out {}{more}",
+                "claim(limit {}) at clock {clock} answered {} row(s) while {} more were claimable: it left out {}",
                 claims.limit,
                 answer.len(),
                 left_out.len(),
-                named.join(", ")
+                super::first_five(&named)
             ),
         )
         .command(first),

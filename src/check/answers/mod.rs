@@ -298,6 +298,15 @@ fn judge_awaiting(known: &Known, command_id: &str, done: bool) -> Option<Violati
     }
 }
 
+/// The first five of `named`, and how many more.
+fn first_five(named: &[String]) -> String {
+    let more = match named.len() > 5 {
+        true => format!(" and {} more", named.len() - 5),
+        false => String::new(),
+    };
+    format!("{}{more}", named[..named.len().min(5)].join(", "))
+}
+
 /// A `pending(limit)` answer that came back short while rows were due.
 fn judge_pending(known: &Known, limit: usize, answer: &[String]) -> Option<Violation> {
     if answer.len() >= limit {
@@ -310,21 +319,16 @@ fn judge_pending(known: &Known, limit: usize, answer: &[String]) -> Option<Viola
     let (first, _) = *left_out.first()?;
     let named: Vec<String> = left_out
         .iter()
-        .take(5)
         .map(|(command_id, tick)| format!("{} (committed at tick {tick})", Shown(command_id.as_str())))
         .collect();
-    let more = match left_out.len() > 5 {
-        true => format!(" and {} more", left_out.len() - 5),
-        false => String::new(),
-    };
     Some(
         Violation::new(
             Invariant::I1,
             format!(
-                "pending(limit {limit}) answered {} row(s) while {} more were due: it left out {}{more}",
+                "pending(limit {limit}) answered {} row(s) while {} more were due: it left out {}",
                 answer.len(),
                 left_out.len(),
-                named.join(", ")
+                first_five(&named)
             ),
         )
         .command(first),
