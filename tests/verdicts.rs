@@ -130,6 +130,16 @@ fn early_and_full(
     (early, full, loaded)
 }
 
+/// A stuck run's I10 says why the run ended.
+fn says_it_can_no_longer_settle(result: &crashsim::runner::SeedResult) {
+    let i10 = result
+        .violations
+        .iter()
+        .find(|v| v.invariant == Invariant::I10)
+        .expect("I10");
+    assert!(i10.message.contains("can no longer settle"), "{i10}");
+}
+
 fn ending(result: &crashsim::runner::SeedResult) -> Option<(u64, crashsim::trace::Op)> {
     use crashsim::trace::Op;
     let events = result.events.as_ref().expect("traces kept");
@@ -161,12 +171,7 @@ fn a_run_that_can_no_longer_settle_ends_a_stall_window_into_the_quiet_phase() {
     );
     assert_eq!(early.ticks, tick, "the run ends where it stalled");
     assert_eq!(early.violations[0].invariant, Invariant::I1);
-    let i10 = early
-        .violations
-        .iter()
-        .find(|v| v.invariant == Invariant::I10)
-        .expect("I10");
-    assert!(i10.message.contains("can no longer settle"), "{i10}");
+    says_it_can_no_longer_settle(&early);
 }
 
 #[test]
@@ -181,16 +186,12 @@ fn a_run_stuck_with_faults_on_stops_them_and_ends_a_window_later() {
     let early = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
     let window = crashsim::scenario::Budget::stall_window(&loaded.scenario);
     let events = early.events.as_ref().expect("traces kept");
-    let at = |wanted: fn(&Op) -> bool| events.iter().position(|event| wanted(&event.op));
-    let ended = at(|op| matches!(op, Op::FaultsEnded { .. })).expect("faults stopped early");
-    let Op::FaultsEnded {
-        since,
-        window: recorded,
-    } = events[ended].op
-    else {
-        unreachable!()
+    let Some((stopped, since, recorded)) = events.iter().find_map(|event| match event.op {
+        Op::FaultsEnded { since, window } => Some((event.tick, since, window)),
+        _ => None,
+    }) else {
+        panic!("faults stopped early");
     };
-    let stopped = events[ended].tick;
     assert_eq!(recorded, window);
     assert!(
         stopped >= since + window && stopped < loaded.scenario.run.ticks_fault,
@@ -212,12 +213,7 @@ fn a_run_stuck_with_faults_on_stops_them_and_ends_a_window_later() {
     let full = run_seed(&full, 0, &options(dir.path())).expect("a verdict");
     assert_eq!(early.violations[0].invariant, Invariant::I1);
     assert_eq!(full.violations[0].invariant, Invariant::I1);
-    let i10 = early
-        .violations
-        .iter()
-        .find(|v| v.invariant == Invariant::I10)
-        .expect("I10");
-    assert!(i10.message.contains("can no longer settle"), "{i10}");
+    says_it_can_no_longer_settle(&early);
 }
 
 #[test]

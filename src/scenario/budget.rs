@@ -111,13 +111,14 @@ impl Budget {
             s.saturating_add(1),
             run.settle_check_ticks,
         ]);
+        let quiet = run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor);
         Budget {
             actors,
             round_trip,
             quiet_floor,
-            quiet: run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor),
+            quiet,
             workload: workload_ticks(workload, timing),
-            quiet_gap: run.quiet_ticks_min.unwrap_or(quiet_floor).max(quiet_floor),
+            quiet_gap: quiet,
         }
     }
 

@@ -15,13 +15,10 @@
 //! largest offset so far plus the lease: those rows are not judged before
 //! that. A power cut may take claims back, which only shortens leases.
 
-use std::collections::BTreeMap;
-
 use super::known::Known;
-use crate::actors::{ActorId, Role};
 use crate::check::{Invariant, Violation};
 use crate::model::Shown;
-use crate::trace::{Claimed, Op, TraceEvent};
+use crate::trace::Claimed;
 
 /// What a run's claims are asked with: the batch limit and the lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,63 +34,6 @@ impl Claims {
             limit: scenario.workload.pending_batch as usize,
             lease_ticks: leases.ticks,
         })
-    }
-}
-
-/// The leases the trace shows, updated event by event.
-#[derive(Clone, Default)]
-pub struct Leases {
-    /// Each row's latest claim seen: its expiry, holder and tick.
-    latest: BTreeMap<String, Held>,
-    /// Claims whose rows no one learned: (tick, the largest clock the
-    /// claimer could have asked with).
-    unseen: Vec<(u64, u64)>,
-    /// Each actor's clock offset now, and the largest magnitude so far.
-    offsets: BTreeMap<ActorId, (i64, u64)>,
-}
-
-#[derive(Clone)]
-struct Held {
-    expires: u64,
-    owner: String,
-}
-
-impl Leases {
-    pub fn observe(&mut self, event: &TraceEvent) {
-        match &event.op {
-            Op::Skew { offset } | Op::ClockStep { offset, .. } => {
-                let entry = self.offsets.entry(event.actor).or_default();
-                *entry = (*offset, entry.1.max(offset.unsigned_abs()));
-            }
-            Op::Claim {
-                owner,
-                expires,
-                claimed,
-            } => {
-                for Claimed { command_id, .. } in claimed {
-                    let held = Held {
-                        expires: *expires,
-                        owner: owner.clone(),
-                    };
-                    let latest = self.latest.entry(command_id.clone()).or_insert_with(|| held.clone());
-                    if latest.expires <= held.expires {
-                        *latest = held;
-                    }
-                }
-            }
-            Op::Preempted { step, .. } | Op::Failed { step, .. } | Op::Died { step, .. }
-                if event.actor.role == Role::Worker && step == "claim" =>
-            {
-                let bound = self.offsets.get(&event.actor).map_or(0, |(_, bound)| *bound);
-                self.unseen.push((event.tick, event.tick.saturating_add(bound)));
-            }
-            _ => {}
-        }
-    }
-
-    /// `actor`'s clock at `tick`, as the store reads it for a claim.
-    pub fn clock(&self, actor: ActorId, tick: u64) -> u64 {
-        tick.saturating_add_signed(self.offsets.get(&actor).map_or(0, |(offset, _)| *offset))
     }
 }
 

@@ -68,8 +68,8 @@ pub struct Known {
     /// Set after a power cut whose files recovery could not read: nothing
     /// is known from then on.
     pub blind: bool,
-    /// The leases claims took (`claims.rs`).
-    pub leases: super::claims::Leases,
+    /// The leases claims took (`leased.rs`).
+    pub leases: super::leased::Leases,
 }
 
 impl Known {

@@ -35,6 +35,7 @@
 mod claims;
 mod heads;
 mod known;
+mod leased;
 
 pub use claims::Claims;
 use std::collections::BTreeMap;
@@ -62,8 +63,8 @@ pub fn judge_all(
     let mut recoveries = recoveries.iter();
     let mut found = Found::default();
     // What was known when each actor's call was first suspended inside the
-    // store (`[preempt]`), until the actor's next event answers it.
-    // The call asked with the clock of its start (`claim`).
+    // store (`[preempt]`), until the actor's next event answers it, and the
+    // caller's clock then: the call asked with it (`claim`).
     let mut suspended: BTreeMap<crate::actors::ActorId, (Known, u64)> = BTreeMap::new();
     for event in events {
         if known.blind {
@@ -81,33 +82,26 @@ pub fn judge_all(
             Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
             _ => suspended.remove(&event.actor),
         };
-        let asked = Asked {
-            claims,
-            clock: known.leases.clock(event.actor, event.tick),
-        };
+        // A claim is judged with the run's claims and its caller's clock.
+        let claim = claims.filter(|_| matches!(event.op, Op::Claim { .. })).map(|claims| {
+            let clock = match &began {
+                Some((_, clock)) => *clock,
+                None => known.leases.clock(event.actor, event.tick),
+            };
+            (claims, clock)
+        });
         match began {
-            Some((start, clock)) => judge(
-                &Known::widened(&start, &known),
-                Asked { clock, ..asked },
-                event,
-                &mut found,
-            ),
-            None => judge(&known, asked, event, &mut found),
+            Some((start, _)) => judge(&Known::widened(&start, &known), claim, event, &mut found),
+            None => judge(&known, claim, event, &mut found),
         }
         known.observe(event, &mut recoveries);
     }
     found.into_violations()
 }
 
-/// What a call was asked with: the run's claims, the caller's clock.
-#[derive(Clone, Copy)]
-struct Asked {
-    claims: Option<Claims>,
-    clock: u64,
-}
-
-/// One answer against what the trace fixes.
-fn judge(known: &Known, asked: Asked, event: &crate::trace::TraceEvent, found: &mut Found) {
+/// One answer against what the trace fixes; `claim`, for a claim in a run
+/// with leases, is what it was asked with.
+fn judge(known: &Known, claim: Option<(Claims, u64)>, event: &crate::trace::TraceEvent, found: &mut Found) {
     match &event.op {
         Op::Load {
             workflow_id, events, ..
@@ -133,10 +127,10 @@ fn judge(known: &Known, asked: Asked, event: &crate::trace::TraceEvent, found: &
             }
         }
         Op::Claim { claimed, .. } => {
-            let Some(claims) = asked.claims else {
+            let Some((claims, clock)) = claim else {
                 return;
             };
-            if let Some(violation) = claims::judge_claim(known, claims, asked.clock, claimed) {
+            if let Some(violation) = claims::judge_claim(known, claims, clock, claimed) {
                 found.note("claim".to_string(), violation.ticks([event.tick]), event);
             }
         }
