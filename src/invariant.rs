@@ -1,4 +1,4 @@
-//! `Invariant`: the names of PROTOCOL.md §8's invariants (I1-I10), of A1
+//! `Invariant`: the names of PROTOCOL.md §8's invariants (I1-I11), of A1
 //! and D1. They are vocabulary: the checkers (`check`) judge them, the
 //! mutants say which catches each mistake, reports and capsules name them.
 //! Living below all of those, the name carries no checker with it.
@@ -20,6 +20,8 @@ pub enum Invariant {
     I8,
     I9,
     I10,
+    /// Every completed backup is a state the store was in (issue 40).
+    I11,
     /// An outside store's process dies only when crashsim kills it, and
     /// answers every request in time.
     A1,
@@ -28,7 +30,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 12] = [
+    pub const ALL: [Invariant; 13] = [
         Invariant::I1,
         Invariant::I2,
         Invariant::I3,
@@ -39,6 +41,7 @@ impl Invariant {
         Invariant::I8,
         Invariant::I9,
         Invariant::I10,
+        Invariant::I11,
         Invariant::A1,
         Invariant::D1,
     ];
@@ -55,6 +58,7 @@ impl Invariant {
             Invariant::I8 => "lease safety",
             Invariant::I9 => "durability",
             Invariant::I10 => "liveness",
+            Invariant::I11 => "backups",
             Invariant::A1 => "store process stays up",
             Invariant::D1 => "deterministic answers",
         }

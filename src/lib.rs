@@ -15,8 +15,8 @@
 //! - `model`     the protocol's records (events, commands, outbox rows).
 //! - `workload`  the workload's text: workflow ids and payload strings, polite or hostile; near-miss keys.
 //! - `mutants`   the protocol's classic mistakes, each an implementation one override away from the reference.
-//! - `check`     read-only checkers of invariants I1–I10 over the trace and the final files.
-//! - `invariant` the invariants' names (I1–I10, A1, D1): what checkers judge and mutants are caught by.
+//! - `check`     read-only checkers of invariants I1–I11 over the trace and the final files.
+//! - `invariant` the invariants' names (I1–I11, A1, D1): what checkers judge and mutants are caught by.
 //! - `trace`     recorded steps, JSON Lines, trace hash, human rendering.
 //! - `runner`    one seed end to end; many seeds in parallel; D1 (`runner::determinism`): a seed run
 //!   twice, and the first answer that differed.

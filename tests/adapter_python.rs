@@ -104,6 +104,34 @@ fn the_example_serves_leases_and_its_unfenced_acknowledgement_is_caught() {
     );
 }
 
+/// The example takes online backups through the SDK (`backup`, and `dump`
+/// of a backup's path): the backup scenario passes at both granularities,
+/// and a copy of the main file alone, leaving the WAL's commits behind, is
+/// caught by I11 naming the first acknowledged append the backup lacks. A
+/// store without the capability is refused, naming it (exit 2).
+#[test]
+fn the_example_takes_backups_and_a_copy_of_the_main_file_alone_is_caught() {
+    let Some(command) = example("") else { return };
+    let loaded = load("scenarios/backups.toml");
+    for granularity in ["", "--granularity call"] {
+        let adapter = adapter(&format!("{command} {granularity}"), Duration::from_secs(30));
+        assert!(adapter.identity().can("backup"), "{:?}", adapter.identity());
+        assert_passes(&runs(&loaded, 0..2, &adapter), "backups");
+    }
+    let first = first_violation("backup_db_file_only", "scenarios/backups.toml");
+    assert!(
+        first.as_ref().is_some_and(|first| first.invariant == Invariant::I11
+            && first.message.contains("acknowledged before it began")),
+        "backup_db_file_only on backups: {first:?}"
+    );
+    let Some(python) = python() else { return };
+    let toy = root().join("adapters/python/tests/toy_adapter.py");
+    let toy = format!("{python} -S {} step", toy.display());
+    let output = crashsim(&["run", "backups", "--sut", &toy, "--seeds", "1", "--no-report"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`backup` capability"), "{}", stderr(&output));
+}
+
 /// The first violation of `bug`'s first failing seed in seeds 0..4 of `scenario`.
 fn first_violation(bug: &str, scenario: &str) -> Option<crashsim::check::Violation> {
     first_failing(bug, scenario)?.violations.into_iter().next()

@@ -141,3 +141,28 @@ fn runs_ending_early_end_alike_in_every_mode() {
         );
     }
 }
+
+/// Backups, and power cuts that fall inside them (seed 0 has two): the same
+/// trace in two directories, for the reference and for a mutant whose
+/// backups are judged wrong (the finding's first line too: it names no path).
+#[test]
+fn backups_and_cuts_inside_them_give_the_same_trace_in_two_directories() {
+    let loaded = load("scenarios/backups.toml");
+    let (a, b) = (work_dir(), tempfile::tempdir().unwrap());
+    let first = run(&loaded, 0, a.path());
+    let second = run(&loaded, 0, b.path());
+    assert_eq!(first.events, second.events, "traces differ line by line");
+    assert!(first.ok, "{:#?}", first.violations);
+    let events = first.events.unwrap();
+    let cut_inside = events.windows(2).any(|pair| {
+        matches!(pair[0].op, crashsim::trace::Op::Backup { .. })
+            && matches!(pair[1].op, crashsim::trace::Op::PowerCut { .. })
+    });
+    assert!(cut_inside, "no power cut fell inside a backup of seed 0");
+    let mut mutant = loaded.clone();
+    mutant.scenario.store = "backup_db_file_only".to_string();
+    let (first, second) = (run(&mutant, 0, a.path()), run(&mutant, 0, b.path()));
+    assert_eq!(first.trace_hash, second.trace_hash);
+    assert!(!first.ok);
+    assert_eq!(first.violations, second.violations);
+}

@@ -32,6 +32,12 @@ timer is in the future and dead-lettered rows, and no `mark_done` marks a
 dead-lettered row. In runs with a retention, the receiver stamps each de-dup
 record with its tick (`recorded_at`), and `purge_dedup` deletes the old ones.
 
+It takes online backups (the `backup` capability; scenarios/backups.toml):
+`backup` copies the store's database with SQLite's backup API
+(`sqlite3.Connection.backup`) into a new file opened with the same settings,
+on connections of its own, while other processes work; `dump` reads a
+backup like the store itself.
+
 Options (--granularity, --bug and every known mistake): example_options.py.
 """
 
@@ -136,6 +142,23 @@ class Store:
             }
         finally:
             conn.close()
+
+    @classmethod
+    def backup(cls, settings, path):
+        """An online backup into `path`: one consistent snapshot of the
+        database, WAL included, read under SQLite's own read lock."""
+        if "backup_db_file_only" in BUGS:
+            import shutil
+
+            shutil.copyfile(settings.store.path, path)  # "one file is the database"
+            return
+        source = connect(settings.store)
+        target = connect(settings.with_store_path(path).store)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
 
     # Reads: one statement each, outside any explicit transaction.
 

@@ -295,6 +295,12 @@ impl Implementation for Adapter {
     fn retries(&self) -> bool {
         self.launch.served.store.is_none() || self.identity.can(protocol::RETRIES)
     }
+
+    /// Backups need the store role: crashsim's reference takes them, an
+    /// adapter's store only with the `backup` capability.
+    fn backups(&self) -> bool {
+        self.launch.served.store.is_none() || self.identity.can(protocol::BACKUP)
+    }
 }
 
 /// The files `dir/store.db` and `dir/receiver.db` with a scenario's default

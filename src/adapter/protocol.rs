@@ -22,6 +22,10 @@ pub const LEASES: &str = "leases";
 /// dump's `timers`. A scenario with `[retries]` refuses an adapter store
 /// that does not declare it, naming it.
 pub const RETRIES: &str = "retries";
+/// The capability an adapter declares when its store takes online backups
+/// (`[backup]`): the op `backup` with a `path`, on a process of its own,
+/// and `dump` with a `path`, which reads the store's part of that backup.
+pub const BACKUP: &str = "backup";
 
 /// Why a process was started (the hello's `purpose`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,8 +37,10 @@ pub enum Purpose {
     Setup,
     /// The run's own read-only connection.
     Observer,
-    /// Reads the final state.
+    /// Reads the final state (or a backup's).
     Dump,
+    /// Takes an online backup (`backup`) while the actors' processes work.
+    Backup,
     /// crashsim asks what the adapter is, before any seed runs.
     Probe,
     /// `crashsim bench`.

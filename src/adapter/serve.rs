@@ -180,6 +180,7 @@ impl Server<'_> {
                     capabilities: [
                         (self.implementation.leases(), protocol::LEASES),
                         (self.implementation.retries(), protocol::RETRIES),
+                        (self.implementation.backups(), protocol::BACKUP),
                         (true, super::fork::CAPABILITY),
                     ]
                     .into_iter()
@@ -192,9 +193,28 @@ impl Server<'_> {
             }
             "setup" => self.system().map(|_| json!({})),
             "ping" => Ok(json!({})),
+            // Without `path`, the run's databases; with it, the store's
+            // part of the backup there.
             "dump" => {
-                let snapshot = self.system()?.dump().map_err(|error| ErrorAnswer::of(&error))?;
+                let backup: Backup = parse(request)?;
+                let mut system = self.system()?;
+                let snapshot = match backup.path {
+                    Some(path) => system.dump_backup(std::path::Path::new(&path)),
+                    None => system.dump(),
+                };
+                let snapshot = snapshot.map_err(|error| ErrorAnswer::of(&error))?;
                 Ok(serde_json::to_value(snapshot).expect("dumps serialise"))
+            }
+            "backup" => {
+                let backup: Backup = parse(request)?;
+                let Some(path) = backup.path else {
+                    return Err(failed(ErrorKind::Invalid, "`backup` needs a `path`".to_string()));
+                };
+                let mut system = self.system()?;
+                system
+                    .backup(std::path::Path::new(&path))
+                    .map_err(|error| ErrorAnswer::of(&error))?;
+                Ok(json!({}))
             }
             "open" => {
                 #[derive(Deserialize)]
@@ -231,6 +251,13 @@ impl Server<'_> {
             },
         }
     }
+}
+
+/// The `path` of `backup` and of a backup's `dump`.
+#[derive(Deserialize)]
+struct Backup {
+    #[serde(default)]
+    path: Option<String>,
 }
 
 fn failed(kind: ErrorKind, message: String) -> ErrorAnswer {

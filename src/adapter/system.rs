@@ -256,6 +256,40 @@ impl System for AdapterSystem {
         })
     }
 
+    /// On a process of its own (`backup`), or the reference's backup when
+    /// crashsim serves the store role.
+    fn backup(&mut self, dest: &std::path::Path) -> Result<()> {
+        if self.launch.served.store.is_none() {
+            return crate::store::backup::backup(&self.config, dest);
+        }
+        let mut process = self.start(Purpose::Backup, "backup", 0)?;
+        let fields = protocol::fields(&json!({ "path": dest.display().to_string() }));
+        process
+            .call("backup", self.config.clock.now(), fields)
+            .map_err(CallError::into_store_error)?;
+        Ok(())
+    }
+
+    /// The adapter's own dump of the backup's path (its schema is its own):
+    /// the store's part of it.
+    fn dump_backup(&mut self, dest: &std::path::Path) -> Result<Snapshot> {
+        if self.launch.served.store.is_none() {
+            return crate::store::backup::dump_backup(&self.config, dest);
+        }
+        let mut process = self.start(Purpose::Dump, "dump", 0)?;
+        let fields = protocol::fields(&json!({ "path": dest.display().to_string() }));
+        let ok = process
+            .call("dump", self.config.clock.now(), fields)
+            .map_err(CallError::into_store_error)?;
+        drop(process);
+        serde_json::from_value(ok).map_err(|error| {
+            StoreError::Broken(format!(
+                "the adapter `{}` answered `dump` of a backup with something that is not a dump ({error})",
+                self.launch.command
+            ))
+        })
+    }
+
     fn artifacts(&mut self) -> Vec<Artifact> {
         let mut log = self.log.borrow_mut();
         // Rendered only for a seed whose files are kept (its exchanges are

@@ -16,7 +16,7 @@ use crate::faults::{Fault, Injected, KillPoint};
 use crate::scenario::Scenario;
 use crate::trace::{Op, TraceEvent};
 
-/// The invariants coverage speaks of: the protocol's, I1–I10 (A1 and D1
+/// The invariants coverage speaks of: the protocol's, I1–I11 (A1 and D1
 /// are judged by the way a run is made, not by what its faults did).
 pub fn invariants() -> impl Iterator<Item = Invariant> {
     Invariant::ALL
@@ -36,6 +36,7 @@ pub fn situation(invariant: Invariant) -> &'static str {
         Invariant::I8 => "a worker claimed rows under a lease",
         Invariant::I9 => "the power was cut and restored",
         Invariant::I10 => "the run settled after its faults stopped",
+        Invariant::I11 => "a backup completed",
         Invariant::A1 | Invariant::D1 => "",
     }
 }
@@ -104,6 +105,9 @@ pub fn exercised(events: &[TraceEvent]) -> BTreeSet<Invariant> {
             }
             Op::Settled | Op::Stalled { .. } => {
                 seen.insert(Invariant::I10);
+            }
+            Op::BackedUp { .. } => {
+                seen.insert(Invariant::I11);
             }
             _ => {}
         }
@@ -204,6 +208,7 @@ pub fn required(scenario: &Scenario, unreachable: &[KillPoint]) -> BTreeSet<Inva
         (Invariant::I8, scenario.leases.is_some()),
         (Invariant::I9, power),
         (Invariant::I10, true),
+        (Invariant::I11, scenario.backup.is_some()),
     ];
     rules
         .into_iter()

@@ -30,6 +30,8 @@ pub struct Fixture {
     pub retention: Option<Retention>,
     /// What recovery found after each power cut of `events`.
     pub recoveries: Vec<crate::sim::Recovery>,
+    /// Backups that completed, as their files held them.
+    pub backups: Vec<crate::sim::BackupFile>,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -158,6 +160,7 @@ pub fn clean() -> Fixture {
         lease_margin_ticks: 0,
         retention: None,
         recoveries: Vec::new(),
+        backups: Vec::new(),
     }
 }
 
@@ -178,6 +181,7 @@ impl Fixture {
                     journal_mode: crate::store::JournalMode::Wal,
                 },
                 recoveries: &self.recoveries,
+                backups: &self.backups,
                 artifacts: &[],
                 durable: super::Durable::default(),
                 max_attempts: self.max_attempts,

@@ -19,6 +19,7 @@
 //! | liveness.rs   | I10 the run settles, and each stuck workflow explained (`stuck.rs`); I9 (partly) integrity_check |
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
+//! | backups.rs    | I11 every completed backup is a state the store was in, holding every commit acknowledged before it began |
 //! | adapter.rs    | A1 an outside store's process dies only when killed, and answers in time |
 //! | alive.rs      | not a verdict: which effects a receiver held at a moment (committed, rolled back, taken by a cut), for judging answers when they were given |
 //!
@@ -42,6 +43,7 @@ pub mod adapter;
 mod alive;
 mod answers;
 mod apart;
+mod backups;
 mod commands;
 pub mod coverage;
 mod durability;
@@ -147,6 +149,8 @@ pub struct Input<'a> {
     pub synchronous: Expected,
     /// What recovery found after each power cut.
     pub recoveries: &'a [crate::sim::Recovery],
+    /// Every backup that completed, as its file held it after the run.
+    pub backups: &'a [crate::sim::BackupFile],
     /// Whether each database's settings promise that acknowledged commits
     /// survive a power cut.
     pub durable: Durable,
@@ -228,6 +232,7 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations.extend(liveness::check(input, &history));
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));
+    violations.extend(backups::check(input, &history));
     violations.extend(adapter::check(input));
     order(&mut violations);
     violations

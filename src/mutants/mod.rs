@@ -36,6 +36,7 @@
 //! | `load_by_timestamp` | 15 | `load` orders events by `created_at` (`CURRENT_TIMESTAMP`) instead of `seq` |
 //! | `heads_done_unscoped` | 15 | `heads` counts the workflow's done commands over all its events, not the head's |
 //! | `claim_unleased_only` | 15 | `claim` takes only rows never leased, never an expired lease |
+//! | `backup_db_file_only` | 16 | the backup copies the main `.db` file alone, with no lock, leaving `-wal` behind |
 //!
 //! Mistake 10 shows where the connections left on the default run weaker
 //! than asked: where the SQLite build's default is weaker
@@ -55,8 +56,11 @@
 //! 15 (crashsim's too: a store whose reads answer wrongly) wherever the
 //! answers are judged, `load_by_timestamp` only where clocks step back by
 //! seconds (`scenarios/clocks.toml`), `claim_unleased_only` only where
-//! workers hold leases (`scenarios/leases.toml`).
+//! workers hold leases (`scenarios/leases.toml`); mistake 16 (crashsim's
+//! addition, from PROTOCOL.md §6: a backup of the main file alone) only
+//! where backups are taken (`scenarios/backups.toml`).
 
+mod backup;
 mod engine;
 mod forward;
 mod hazards;
@@ -99,6 +103,8 @@ pub struct Mutant {
     engine: &'static dyn Engine,
     settings: Settings,
     roles: Roles,
+    /// How its `System` takes an online backup.
+    backup: fn(&SystemConfig, &Path) -> Result<()>,
     /// The invariants its mistake breaks (docs/mutants.md, the "documented"
     /// column): the detection table records whether the first failing seed
     /// broke one.
@@ -125,11 +131,12 @@ const BASE: Mutant = Mutant {
         store: Granularity::Step,
         receiver: Granularity::Step,
     },
+    backup: crate::store::backup::backup,
     caught_by: &[],
 };
 
-/// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 and 15).
-pub static MUTANTS: [Mutant; 25] = [
+/// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 to 16).
+pub static MUTANTS: [Mutant; 26] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -339,6 +346,14 @@ pub static MUTANTS: [Mutant; 25] = [
         caught_by: &[Invariant::I1],
         ..BASE
     },
+    Mutant {
+        name: "backup_db_file_only",
+        mistake: 16,
+        description: "the backup copies the main .db file alone, with no lock: commits still in -wal are left out",
+        backup: backup::db_file_only,
+        caught_by: &[Invariant::I11],
+        ..BASE
+    },
 ];
 
 /// The mutant called `name`.
@@ -374,6 +389,7 @@ impl Implementation for Mutant {
             store: self.store,
             receiver: self.receiver,
             settings: self.settings,
+            backup: self.backup,
         }))
     }
 
@@ -392,6 +408,10 @@ impl Implementation for Mutant {
     fn retries(&self) -> bool {
         true
     }
+
+    fn backups(&self) -> bool {
+        true
+    }
 }
 
 struct MutantSystem {
@@ -399,6 +419,7 @@ struct MutantSystem {
     store: fn(ReferenceStore) -> Box<dyn Store>,
     receiver: fn(ReferenceReceiver) -> Box<dyn Receiver>,
     settings: Settings,
+    backup: fn(&SystemConfig, &Path) -> Result<()>,
 }
 
 impl MutantSystem {
@@ -449,6 +470,14 @@ impl System for MutantSystem {
     fn dump(&mut self) -> Result<Snapshot> {
         ReferenceSystem::dump_files(&self.config)
     }
+
+    fn backup(&mut self, dest: &Path) -> Result<()> {
+        (self.backup)(&self.config, dest)
+    }
+
+    fn dump_backup(&mut self, dest: &Path) -> Result<Snapshot> {
+        crate::store::backup::dump_backup(&self.config, dest)
+    }
 }
 
 #[cfg(test)]
@@ -467,8 +496,8 @@ mod tests {
         assert_eq!(resolve("reference").map(|i| i.name()), Some("reference"));
         assert!(resolve("nonsense").is_none());
         let mistakes: std::collections::BTreeSet<u8> = MUTANTS.iter().map(|mutant| mutant.mistake).collect();
-        let covered: std::collections::BTreeSet<u8> = (1..=15).collect();
-        assert_eq!(mistakes, covered, "mistakes 1-15 are covered");
+        let covered: std::collections::BTreeSet<u8> = (1..=16).collect();
+        assert_eq!(mistakes, covered, "mistakes 1-16 are covered");
         assert!(
             MUTANTS.iter().all(|mutant| !mutant.caught_by.is_empty()),
             "each names its invariant"

@@ -363,7 +363,7 @@ impl ScenarioSummary {
     /// "violations: I2 in 3 seed(s), …" (the CLI's and the harness's).
     pub fn verdicts(&self) -> String {
         if self.violations_by_invariant.is_empty() {
-            return "invariants: all held (I1-I10)".to_string();
+            return "invariants: all held (I1-I11)".to_string();
         }
         let parts: Vec<String> = self
             .violations_by_invariant

@@ -155,6 +155,21 @@ pub fn unsupported(loaded: &Loaded, implementation: &dyn Implementation) -> Opti
         };
         return Some(format!("{missing}: scenario {} has [retries]", loaded.label()));
     }
+    if loaded.scenario.backup.is_some() && !implementation.backups() {
+        let missing = match implementation.in_process() {
+            true => format!(
+                "{} takes no online backups (System::backup and System::dump_backup)",
+                implementation.name()
+            ),
+            false => format!(
+                "the adapter `{}` ({}) does not declare the `backup` capability in its handshake \
+                 (\"capabilities\": [\"backup\"], with the ops `backup` and `dump` of a backup's path)",
+                implementation.description(),
+                implementation.name()
+            ),
+        };
+        return Some(format!("{missing}: scenario {} has [backup]", loaded.label()));
+    }
     None
 }
 
@@ -219,6 +234,7 @@ pub fn run_seed_on(
             steps_max: loaded.scenario.run.steps_max,
             ended: (output.ticks, output.steps),
             recoveries: &output.recoveries,
+            backups: &output.backups,
             artifacts: &output.artifacts,
             lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),
             claims: check::Claims::of(&loaded.scenario),

@@ -7,6 +7,7 @@
 //! A scenario comes from a file or is built into the binary (`builtin.rs`);
 //! `resolve` takes either, a path first (`loaded.rs`).
 
+mod backup;
 mod budget;
 pub mod builtin;
 mod error;
@@ -22,6 +23,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use backup::Backup;
 pub use budget::{Budget, workload_ticks};
 pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
@@ -71,6 +73,10 @@ pub struct Scenario {
     /// and busy waits (off unless written; `preempt.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preempt: Option<Preempt>,
+    /// Online backups taken while the store works, each judged (I11; off
+    /// unless written; `backup.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<Backup>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -340,6 +346,7 @@ impl Default for Scenario {
             retries: None,
             receivers: None,
             preempt: None,
+            backup: None,
         }
     }
 }

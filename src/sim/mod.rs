@@ -20,4 +20,4 @@ pub mod world;
 
 pub use crate::actors::{Ctx, TripRequest, World};
 pub use power::Recovery;
-pub use simulator::{Files, RunOutput, SimError, Simulator};
+pub use simulator::{BackupFile, Files, RunOutput, SimError, Simulator};

@@ -24,6 +24,7 @@
 //! actor's clock, skewed and stepped, and the clocks a step reads),
 //! `retryable.rs` (retryable failures, and settling with retry timers).
 
+mod backup;
 mod ending;
 mod lifecycle;
 mod meanwhile;
@@ -40,6 +41,7 @@ mod state;
 
 use std::path::{Path, PathBuf};
 
+pub use backup::BackupFile;
 pub use output::{RunOutput, SimError};
 
 /// Where an in-process run without power loss keeps its files' bytes.
@@ -98,6 +100,8 @@ pub struct Simulator<'a> {
     /// Suspensions inside the store's calls, when the scenario has them.
     preemption: Option<preempt::Preemption>,
     recoveries: Vec<Recovery>,
+    /// The numbers of the backups that completed (`[backup]`).
+    backups_taken: Vec<u32>,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
     fatal: Option<ending::Fatal>,
@@ -275,6 +279,7 @@ impl<'a> Simulator<'a> {
             outside_clock,
             preemption,
             recoveries: Vec::new(),
+            backups_taken: Vec::new(),
             fault_points: None,
             fatal: None,
             cancel: None,
@@ -317,6 +322,7 @@ impl<'a> Simulator<'a> {
         for (index, entry) in scenario.script.iter().enumerate() {
             simulator.queue.push(entry.tick, Event::Script { index });
         }
+        simulator.schedule_backups();
         Ok(simulator)
     }
 
@@ -353,6 +359,7 @@ impl<'a> Simulator<'a> {
                 Event::Quiet => self.quiet(),
                 Event::SettleCheck => self.settle_check(),
                 Event::Script { index } => self.script(index),
+                Event::Backup { n, attempt } => self.backup(n, attempt),
             }
             if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {
                 self.power_cut();
@@ -393,6 +400,10 @@ impl<'a> Simulator<'a> {
                 }
             }
         };
+        let backups = match (&dumped, self.system.as_deref_mut()) {
+            (Ok(_), Some(system)) => backup::read(&self.backups_taken, &self.store_path, system),
+            _ => Ok(Vec::new()),
+        };
         let artifacts = self.system.as_deref_mut().map(System::artifacts).unwrap_or_default();
         self.system = None;
         if let Some(power) = &self.power {
@@ -404,6 +415,7 @@ impl<'a> Simulator<'a> {
         }
         let written = self.clock_vfs.as_ref().map_or(Ok(()), crate::vfs::ClockVfs::retire);
         let snapshot = dumped?;
+        let backups = backups?;
         written.map_err(|error| SimError::Environment(format!("writing the databases out of memory: {error}")))?;
         Ok(RunOutput {
             seed: self.seed,
@@ -420,6 +432,7 @@ impl<'a> Simulator<'a> {
             snapshot,
             artifacts,
             recoveries: self.recoveries,
+            backups,
             fault_points: self.fault_points,
             suspension_steps: preempt::steps(&mut self.preemption),
             vfs_points,

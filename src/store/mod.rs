@@ -29,6 +29,7 @@
 //! (the receiver's de-dup retention), `registry` (implementations by name).
 
 pub mod artifact;
+pub mod backup;
 pub mod clock;
 pub mod connection;
 pub mod dump;
@@ -418,6 +419,24 @@ pub trait System {
     fn artifacts(&mut self) -> Vec<Artifact> {
         Vec::new()
     }
+    /// Takes an online backup of the store's database into `dest` (a file
+    /// that does not exist yet, beside the store's), on a connection of its
+    /// own while other connections may have transactions open: SQLite's
+    /// backup API (`backup::backup`), `VACUUM INTO`, or a copy of the whole
+    /// file set after a checkpoint. Returns once the backup is complete.
+    /// `StoreError::Busy` asks to be tried again later. Only called when
+    /// `Implementation::backups` says so.
+    fn backup(&mut self, _dest: &std::path::Path) -> Result<()> {
+        Err(StoreError::Unsupported("this store takes no backups".to_string()))
+    }
+    /// The store's part of the canonical dump (events, outbox, timers and
+    /// `store_integrity`) as the backup at `dest` holds it, read on a
+    /// connection of its own through the run's VFS (`backup::dump_backup`
+    /// for the reference schema). Called after the run, for every backup
+    /// that completed.
+    fn dump_backup(&mut self, _dest: &std::path::Path) -> Result<Snapshot> {
+        Err(StoreError::Unsupported("this store takes no backups".to_string()))
+    }
 }
 
 /// How a role's transaction is driven (see docs/adapter-protocol.md).
@@ -477,6 +496,12 @@ pub trait Implementation: Send + Sync {
     /// and `Store::timers`). A scenario with `[retries]` refuses an
     /// implementation without them (no verdict); false by default.
     fn retries(&self) -> bool {
+        false
+    }
+    /// Whether its `System` takes online backups (`System::backup` and
+    /// `System::dump_backup`). A scenario with `[backup]` refuses an
+    /// implementation without them (no verdict); false by default.
+    fn backups(&self) -> bool {
         false
     }
     /// Whether each actor's store handle reads time only within that

@@ -219,6 +219,14 @@ impl System for ReferenceSystem {
     fn dump(&mut self) -> Result<Snapshot> {
         ReferenceSystem::dump_files(&self.config)
     }
+
+    fn backup(&mut self, dest: &Path) -> Result<()> {
+        super::backup::backup(&self.config, dest)
+    }
+
+    fn dump_backup(&mut self, dest: &Path) -> Result<Snapshot> {
+        super::backup::dump_backup(&self.config, dest)
+    }
 }
 
 /// The reference implementation, by name.
@@ -242,6 +250,10 @@ impl Implementation for Reference {
     }
 
     fn retries(&self) -> bool {
+        true
+    }
+
+    fn backups(&self) -> bool {
         true
     }
 }

@@ -407,6 +407,23 @@ pub enum Op {
         directory: bool,
     },
 
+    // Backups, recorded by the simulator (`[backup]`).
+    /// The seed's `n`-th online backup began, on a connection of its own:
+    /// every commit acknowledged before this point must be in it (I11).
+    Backup {
+        n: u32,
+    },
+    /// The `n`-th backup completed: its file is judged after the run (I11).
+    BackedUp {
+        n: u32,
+    },
+    /// The `n`-th backup did not complete: the store's error (a power cut
+    /// that fell inside it ends it too, with no such event). Not judged.
+    BackupFailed {
+        n: u32,
+        error: String,
+    },
+
     // Clock faults, recorded by the simulator (`[faults.skew]`).
     /// The actor's clock reads the true tick plus `offset` from the start.
     Skew {

@@ -62,6 +62,12 @@ A store is two classes (see example_store.py for a complete one)::
         def timers(self):
             ...  # -> rows that failed at least once, TIMER order, by commit
 
+        # Online backups (optional: defining it declares the `backup`
+        # capability). `dump` then also reads a backup: crashsim asks it
+        # with settings.with_store_path(backup_path).
+        @classmethod
+        def backup(cls, settings, path): ...  # e.g. sqlite3.Connection.backup
+
     class Receiver:
         def __init__(self, settings): ...  # settings.receiver, .hotel_failure
 

@@ -98,6 +98,13 @@ class Settings:
         # receiver with the capability stamps each record's tick.
         self.dedup_retention = bool(hello.get("dedup_retention", False))
 
+    def with_store_path(self, path):
+        """These settings with the store's database at `path` (a backup's,
+        for its `dump`): the same journal mode and `synchronous`."""
+        other = Settings(self.hello)
+        other.store.path = path
+        return other
+
 
 def connect(database):
     """A sqlite3 connection to `database` with every setting of the hello.

@@ -65,7 +65,7 @@ class HandshakeTest(ExampleCase):
                 "name": "example_store",
                 "version": "1.0",
                 "roles": {"store": "step", "receiver": "step"},
-                "capabilities": ["leases", "retries", "fork"],
+                "capabilities": ["leases", "retries", "backup", "fork"],
             },
         )
         call = self.spawn("--granularity", "call")

@@ -102,7 +102,7 @@ class ExampleLeasesTest(AdapterCase):
 
     def test_the_example_declares_leases(self):
         self.assertEqual(
-            self.spawn().hello["capabilities"], ["leases", "retries", "fork"]
+            self.spawn().hello["capabilities"], ["leases", "retries", "backup", "fork"]
         )
 
     def test_lease_columns_only_in_runs_with_leases(self):

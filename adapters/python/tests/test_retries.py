@@ -115,7 +115,7 @@ class ExampleRetriesTest(AdapterCase):
 
     def test_the_example_declares_retries(self):
         self.assertEqual(
-            self.spawn().hello["capabilities"], ["leases", "retries", "fork"]
+            self.spawn().hello["capabilities"], ["leases", "retries", "backup", "fork"]
         )
 
     def test_columns_only_in_runs_that_ask(self):

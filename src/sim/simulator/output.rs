@@ -79,6 +79,8 @@ pub struct RunOutput {
     pub artifacts: Vec<Artifact>,
     /// What recovery found after each power cut.
     pub recoveries: Vec<Recovery>,
+    /// Every backup that completed, as its file held it after the run.
+    pub backups: Vec<super::BackupFile>,
     /// Persistence points the crash VFS saw during the fault phase (the
     /// points a cut could hit), for power-loss runs that reached the quiet phase.
     pub fault_points: Option<u64>,

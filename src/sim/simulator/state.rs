@@ -13,12 +13,28 @@ pub(super) enum Phase {
 }
 
 pub(super) enum Event {
-    Step { slot: usize, token: u64 },
-    Deliver { to: Address, message: Message },
-    Restart { slot: usize, incarnation: u32 },
+    Step {
+        slot: usize,
+        token: u64,
+    },
+    Deliver {
+        to: Address,
+        message: Message,
+    },
+    Restart {
+        slot: usize,
+        incarnation: u32,
+    },
     Quiet,
     SettleCheck,
-    Script { index: usize },
+    Script {
+        index: usize,
+    },
+    /// The `n`-th backup (`backup.rs`), tried for the `attempt`-th time.
+    Backup {
+        n: u32,
+        attempt: u32,
+    },
 }
 
 pub(super) enum Life {

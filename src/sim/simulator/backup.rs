@@ -1,0 +1,126 @@
+//! Online backups (`[backup]`, issue 40): at ticks drawn from the seed, in
+//! the fault phase, the store takes a backup on a connection of its own
+//! (`System::backup`), between two actor steps, while the actors' own
+//! transactions may be open. A power cut may fall inside it (the backup's
+//! writes are persistence points like any other, and `backup.power_cut`
+//! draws one at its start); then it never completed.
+//! After the run, every backup that completed is read back
+//! (`System::dump_backup`) for the checkers (I11, `check::backups`).
+
+use std::path::PathBuf;
+
+use super::ending::Fatal;
+use super::state::{Event, Phase};
+use super::{SimError, Simulator};
+use crate::actors::ActorId;
+use crate::store::{Snapshot, StoreError, System};
+use crate::trace::Op;
+
+/// A backup that completed, as read back after the run.
+#[derive(Clone, Debug)]
+pub struct BackupFile {
+    /// Its number in the seed (`Op::Backup`), from 1.
+    pub n: u32,
+    pub snapshot: Snapshot,
+}
+
+/// The file the `n`-th backup of a run writes: beside the store's, named
+/// for its number (the trace names the number only, never the path).
+pub(super) fn path(store_path: &std::path::Path, n: u32) -> PathBuf {
+    let mut name = store_path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".backup-{n}"));
+    store_path.with_file_name(name)
+}
+
+impl Simulator<'_> {
+    /// Queues the seed's backups (none without `[backup]`).
+    pub(super) fn schedule_backups(&mut self) {
+        let Some(backup) = self.scenario.backup else {
+            return;
+        };
+        for (index, tick) in backup
+            .ticks(self.seed, self.scenario.run.ticks_fault)
+            .into_iter()
+            .enumerate()
+        {
+            let n = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            self.queue.push(tick, Event::Backup { n, attempt: 0 });
+        }
+    }
+
+    /// The `n`-th backup, now. A lock it cannot pass sends it back to the
+    /// queue (at most a few times: an operator's backup job retries too).
+    pub(super) fn backup(&mut self, n: u32, attempt: u32) {
+        if self.phase != Phase::Faults {
+            return;
+        }
+        if self.system.is_none() {
+            return;
+        }
+        let dest = path(&self.store_path, n);
+        if attempt == 0 {
+            self.record(ActorId::SIM, Op::Backup { n });
+            if let (Some(power), Some(backup)) = (&mut self.power, self.scenario.backup) {
+                power.draw(backup.power_cut);
+            }
+        }
+        let taken = match self.system.as_deref_mut() {
+            Some(system) => system.backup(&dest),
+            None => return,
+        };
+        if self.cutting() {
+            // The power went out inside it: it never completed. The step
+            // loop cuts the power next.
+            return;
+        }
+        match taken {
+            Ok(()) => {
+                self.record(ActorId::SIM, Op::BackedUp { n });
+                self.backups_taken.push(n);
+            }
+            Err(StoreError::Busy) if attempt < BUSY_RETRIES => {
+                let delay = self.scenario.timing.busy_backoff_ticks_max.max(1);
+                self.queue.push(
+                    self.now + delay,
+                    Event::Backup {
+                        n,
+                        attempt: attempt + 1,
+                    },
+                );
+            }
+            Err(error @ (StoreError::Broken(_) | StoreError::Unsupported(_))) => {
+                self.fatal = Some(Fatal::Broken(format!("backup #{n}: {error}")));
+            }
+            Err(error) => match error.environment() {
+                Some(cause) => self.fatal = Some(Fatal::Environment(format!("backup #{n}: {cause}"))),
+                None => self.record(
+                    ActorId::SIM,
+                    Op::BackupFailed {
+                        n,
+                        error: error.to_string(),
+                    },
+                ),
+            },
+        }
+    }
+}
+
+/// After the run, with every connection closed: each completed backup (`taken`)
+/// as its file holds it now, after any later cut.
+pub(super) fn read(
+    taken: &[u32],
+    store_path: &std::path::Path,
+    system: &mut dyn System,
+) -> Result<Vec<BackupFile>, SimError> {
+    taken
+        .iter()
+        .map(|&n| {
+            let snapshot = system.dump_backup(&path(store_path, n)).map_err(SimError::Dump)?;
+            Ok(BackupFile { n, snapshot })
+        })
+        .collect()
+}
+
+/// How often a backup that met a lock is tried again before it is given
+/// up (`Op::BackupFailed`).
+const BUSY_RETRIES: u32 = 8;
