@@ -120,8 +120,9 @@ fn the_example_takes_backups_and_a_copy_of_the_main_file_alone_is_caught() {
     }
     let first = first_violation("backup_db_file_only", "scenarios/backups.toml");
     assert!(
-        first.as_ref().is_some_and(|first| first.invariant == Invariant::I11
-            && first.message.contains("acknowledged before it began")),
+        first.as_ref().is_some_and(
+            |first| first.invariant == Invariant::I11 && first.message.contains("acknowledged before it began")
+        ),
         "backup_db_file_only on backups: {first:?}"
     );
     let Some(python) = python() else { return };

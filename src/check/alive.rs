@@ -95,16 +95,32 @@ impl History<'_> {
     /// (I9 where the receiver's settings promise durability).
     pub fn backed_when_marked(&self, command_id: &str, result: &str) -> bool {
         let end = usize::MAX;
-        let marks = self.marked.iter().filter(|(_, marked)| *marked == command_id);
-        marks.into_iter().any(|(mark, _)| {
-            self.applied.iter().enumerate().any(|(effect, applied)| {
-                applied.result == result
-                    && !self.near_misses.contains_key(applied.key)
-                    && self.command_of(applied.key) == command_id
-                    && self.alive(effect, *mark) != Alive::No
-                    && self.alive(effect, end) == Alive::No
-            })
+        let mut marks = self.marked.iter().filter(|(_, marked)| *marked == command_id);
+        marks.any(|(mark, _)| {
+            self.unknown_then_cut(command_id, *mark)
+                || self.applied.iter().enumerate().any(|(effect, applied)| {
+                    applied.result == result
+                        && !self.near_misses.contains_key(applied.key)
+                        && self.command_of(applied.key) == command_id
+                        && self.alive(effect, *mark) != Alive::No
+                        && self.alive(effect, end) == Alive::No
+                })
         })
+    }
+
+    /// Whether a receiver was killed inside a call handling `command_id`
+    /// before the mark at trace position `mark` (its effect may have
+    /// committed without a sync: another connection's recovery of the WAL
+    /// then sees it, and answers from it), and a power cut came after the
+    /// mark (which takes such an effect back). What the row was marked
+    /// with then rests on an effect no dump can show: judged by neither
+    /// bound, as an append whose commit no one learned.
+    fn unknown_then_cut(&self, command_id: &str, mark: usize) -> bool {
+        let killed = self
+            .killed_handling
+            .iter()
+            .any(|(kill, key)| *kill < mark && self.command_of(key) == command_id);
+        killed && self.cuts.iter().any(|(cut, _, _)| *cut > mark)
     }
 }
 

@@ -11,6 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::Invariant;
 use crate::faults::{Fault, Injected, KillPoint};
 use crate::scenario::Scenario;
@@ -116,6 +118,66 @@ pub fn exercised(events: &[TraceEvent]) -> BTreeSet<Invariant> {
         seen.insert(Invariant::I1);
     }
     seen
+}
+
+/// What became of a seed's backups (`[backup]`), read from its trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backups {
+    /// Backups begun.
+    pub begun: u64,
+    /// Completed, and judged after the run (I11).
+    pub completed: u64,
+    /// Cut short by a power cut that fell inside them.
+    pub cut: u64,
+    /// Failed with the store's error (not judged).
+    pub failed: u64,
+}
+
+impl Backups {
+    /// The counts in `events`.
+    pub fn of(events: &[TraceEvent]) -> Backups {
+        let mut backups = Backups::default();
+        for (index, event) in events.iter().enumerate() {
+            match event.op {
+                Op::Backup { .. } => {
+                    backups.begun += 1;
+                    if events
+                        .get(index + 1)
+                        .is_some_and(|next| matches!(next.op, Op::PowerCut { .. }))
+                    {
+                        backups.cut += 1;
+                    }
+                }
+                Op::BackedUp { .. } => backups.completed += 1,
+                Op::BackupFailed { .. } => backups.failed += 1,
+                _ => {}
+            }
+        }
+        backups
+    }
+
+    pub fn add(&mut self, other: &Backups) {
+        self.begun += other.begun;
+        self.completed += other.completed;
+        self.cut += other.cut;
+        self.failed += other.failed;
+    }
+
+    /// One line for the run's summary: "backups: 12 begun, 10 completed and
+    /// judged (I11), 2 cut short by a power cut".
+    pub fn describe(&self) -> String {
+        let mut parts = vec![
+            format!("{} begun", self.begun),
+            format!("{} completed and judged (I11)", self.completed),
+        ];
+        if self.cut > 0 {
+            parts.push(format!("{} cut short by a power cut", self.cut));
+        }
+        if self.failed > 0 {
+            parts.push(format!("{} failed (the store's error, not judged)", self.failed));
+        }
+        format!("backups: {}", parts.join(", "))
+    }
 }
 
 /// The kinds of fault besides kills, by the name coverage reports them under.

@@ -102,6 +102,11 @@ pub struct History<'a> {
     /// Commits (indices into `commits`) whose event a power cut lost: the
     /// head they extended may be extended again, which is no stale writer.
     pub lost: std::collections::BTreeSet<usize>,
+    /// Receivers killed inside a call that was handling a key, before it
+    /// applied anything the trace saw (a `call` receiver's `handle`, killed
+    /// through the VFS extension): its effect may have committed, unsynced,
+    /// as (trace position of the kill, key).
+    pub killed_handling: Vec<(usize, &'a str)>,
     /// What recovery found after each cut, in the order of `cuts`, when
     /// the checker has it (`with_recoveries`): which effects a cut took.
     pub recoveries: &'a [crate::sim::Recovery],
@@ -120,6 +125,8 @@ impl<'a> History<'a> {
         let mut queued: BTreeMap<ActorId, u64> = BTreeMap::new();
         // The append each writer decided last, as (workflow, seq).
         let mut deciding: BTreeMap<ActorId, (&'a str, u64)> = BTreeMap::new();
+        // The key each receiver is handling, until it answers.
+        let mut handling: BTreeMap<ActorId, &'a str> = BTreeMap::new();
         for (index, event) in events.iter().enumerate() {
             match &event.op {
                 Op::Queued { .. } => {
@@ -198,8 +205,10 @@ impl<'a> History<'a> {
                     applying.remove(&event.actor);
                 }
                 Op::Kill { point } => {
-                    if let Some(applied) = applying.remove(&event.actor) {
-                        history.applied[applied].rolled_back = true;
+                    let key = handling.remove(&event.actor);
+                    match applying.remove(&event.actor) {
+                        Some(applied) => history.applied[applied].rolled_back = true,
+                        None => history.killed_handling.extend(key.map(|key| (index, key))),
                     }
                     history.kills.push((event.tick, event.actor, point));
                 }
@@ -212,10 +221,12 @@ impl<'a> History<'a> {
                     history.replies.entry(key).or_default().push((event.tick, outcome));
                     history.answer(&responds, index, event, key, outcome);
                 }
-                Op::Receive { from, .. } => {
+                Op::Receive { from, key } => {
                     receiving.insert(event.actor, *from);
+                    handling.insert(event.actor, key);
                 }
                 Op::Respond { key, to, outcome } => {
+                    handling.remove(&event.actor);
                     responds.entry((key, *to)).or_default().push((index, outcome));
                 }
                 Op::NearMiss { key, of, form, .. } => {

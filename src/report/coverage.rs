@@ -74,6 +74,9 @@ pub struct Coverage {
     pub suspensions: BTreeMap<String, SuspensionCoverage>,
     pub faults: BTreeMap<String, FaultCoverage>,
     pub invariants: BTreeMap<Invariant, InvariantCoverage>,
+    /// With `[backup]`: what became of the backups (absent without).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backups: Option<coverage::Backups>,
     /// Everything declared or required that the run never fired or
     /// exercised, in words; `--require-fired` fails the run on any.
     pub gaps: Vec<String>,
@@ -106,6 +109,13 @@ impl Coverage {
             let required = required.contains(&invariant);
             let entry = InvariantCoverage { required, exercised: 0 };
             coverage.invariants.insert(invariant, entry);
+        }
+        if scenario.backup.is_some() {
+            let mut backups = coverage::Backups::default();
+            for result in results {
+                backups.add(&result.backups);
+            }
+            coverage.backups = Some(backups);
         }
         for result in results {
             for (kind, fired) in coverage::fired(&result.injected) {
@@ -159,6 +169,9 @@ impl Coverage {
             };
         }
         suspensions::merge(&mut self.suspensions, &other.suspensions);
+        if let Some(other) = &other.backups {
+            self.backups.get_or_insert_with(Default::default).add(other);
+        }
         for (name, fault) in &other.faults {
             let entry = self.faults.entry(name.clone()).or_default();
             entry.declared |= fault.declared;
@@ -339,6 +352,7 @@ mod tests {
             faults: String::new(),
             kills: KillCounters::default(),
             exercised: exercised.iter().copied().collect(),
+            backups: Default::default(),
             injected: Vec::new(),
             fault_points: None,
             suspension_steps: Vec::new(),

@@ -179,6 +179,9 @@ pub fn run(summary: &RunSummary) -> String {
             let missing: Vec<String> = scenario.missing_partitions.iter().map(ToString::to_string).collect();
             let _ = writeln!(text, "**Missing partitions:** {}.\n", missing.join(", "));
         }
+        if let Some(backups) = &scenario.coverage.backups {
+            let _ = writeln!(text, "{}.\n", cell(&upper_first(&backups.describe())));
+        }
         text.push_str(&kill_rows(scenario));
         let label = match scenario.require_fired {
             true => "Coverage gate failed",
@@ -189,6 +192,14 @@ pub fn run(summary: &RunSummary) -> String {
         }
     }
     text
+}
+
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 fn optional(value: Option<u64>) -> String {

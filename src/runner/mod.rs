@@ -281,6 +281,7 @@ pub fn run_seed_on(
         faults: output.plan.describe(),
         kills: output.kills,
         exercised: check::coverage::exercised(&output.events),
+        backups: check::coverage::Backups::of(&output.events),
         injected: output.injected,
         fault_points: output.fault_points,
         suspension_steps: output.suspension_steps,

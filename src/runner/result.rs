@@ -30,6 +30,9 @@ pub struct SeedResult {
     /// The invariants whose situation arose in the run (`check::coverage`).
     #[serde(skip)]
     pub exercised: BTreeSet<check::Invariant>,
+    /// What became of its backups (`[backup]`).
+    #[serde(skip)]
+    pub backups: check::coverage::Backups,
     /// Every fault that fired, in order (a forced replay reproduces the run).
     #[serde(skip)]
     pub injected: Vec<Injected>,

@@ -137,6 +137,9 @@ pub(super) fn print(
         return;
     }
     outln!("  {}", summary.verdicts());
+    if let Some(backups) = &summary.coverage.backups {
+        outln!("  {}", backups.describe());
+    }
     out!("{}", kill_table(&summary.kills, unreachable));
     // Under the coverage gate, gaps are errors (`super::gate`).
     if !summary.require_fired {

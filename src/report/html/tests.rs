@@ -192,6 +192,7 @@ pub(super) fn hostile_result() -> SeedResult {
         faults: "writer.before_commit=1/30 net.drop=1/50".into(),
         kills: Default::default(),
         exercised: Default::default(),
+        backups: Default::default(),
         injected: Vec::new(),
         fault_points: None,
         suspension_steps: Vec::new(),

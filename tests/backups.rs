@@ -1,0 +1,75 @@
+//! Online backups as faults (`[backup]`, docs/protocol.md "Backups", I11):
+//! the CLI's verdict on a store whose backups lack acknowledged commits,
+//! with the command that replays it, and bad `[backup]` sections refused
+//! before any seed runs (exit 2, naming the file and the key).
+
+mod common;
+
+use common::{crashsim, stderr, stdout, work_dir};
+
+#[test]
+fn a_backup_of_the_main_file_alone_fails_the_run_with_i11_and_its_replay() {
+    let output = crashsim(&[
+        "run",
+        "backups",
+        "--seed",
+        "0",
+        "--mutant",
+        "backup_db_file_only",
+        "--no-report",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("fail: seed=0 I11 backups: backup #1 (begun at tick")
+            && text.contains("acknowledged before it began"),
+        "{text}"
+    );
+    assert!(
+        text.contains("replay backups --seed 0 --mutant backup_db_file_only"),
+        "{text}"
+    );
+    // The reference takes the same backups at the same ticks, and passes.
+    let output = crashsim(&["run", "backups", "--seed", "0", "--no-report"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}
+
+#[test]
+fn bad_backup_sections_are_refused_naming_the_key() {
+    let dir = work_dir();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let cases = [
+        ("zero.toml", "[backup]\ncount = 0\n", "backup.count"),
+        ("many.toml", "[backup]\ncount = 65\n", "backup.count"),
+        ("typo.toml", "[backup]\ncount = 2\ncuont = 3\n", "cuont"),
+        (
+            "cut.toml",
+            "[backup]\ncount = 2\npower_cut = \"1/2\"\n",
+            "backup.power_cut",
+        ),
+        (
+            "preempt.toml",
+            "[backup]\ncount = 2\n[preempt]\nrate = \"1/6\"\n",
+            "[preempt]",
+        ),
+        (
+            "grouped.toml",
+            "store = \"group_commit\"\n[backup]\ncount = 2\n",
+            "cannot take an online backup",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let path = write(name, text);
+        let output = crashsim(&["run", &path, "--seeds", "1", "--no-report"]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{name}: {message}{}", stdout(&output));
+        assert!(
+            message.contains(name) && message.contains(needle) && !message.contains("panicked"),
+            "{name}: {message}"
+        );
+    }
+}
