@@ -51,8 +51,15 @@ fn passes_on(name: &str, store: Option<&str>, seeds: u64, sut: Sut) {
         check_determinism: false,
         files: Default::default(),
     };
+    let results = all_pass(&loaded, seeds, &options);
+    let fired: u64 = results.iter().map(|result| result.kills.total_fired()).sum();
+    assert!(fired > 0, "{name}: no kill ever fired");
+}
+
+/// Runs seeds 0..`seeds` of `loaded`, which must all pass.
+fn all_pass(loaded: &crashsim::scenario::Loaded, seeds: u64, options: &Options) -> Vec<crashsim::runner::SeedResult> {
     let seeds: Vec<u64> = (0..seeds).collect();
-    let results = run_seeds(&loaded, &seeds, 1, &options, |_| {}).unwrap();
+    let results = run_seeds(loaded, &seeds, 1, options, |_| {}).unwrap();
     let failures: Vec<String> = results
         .iter()
         .filter(|result| !result.ok)
@@ -60,11 +67,11 @@ fn passes_on(name: &str, store: Option<&str>, seeds: u64, sut: Sut) {
         .collect();
     assert!(
         failures.is_empty(),
-        "{name}: {} failing seeds: {failures:#?}",
+        "{}: {} failing seeds: {failures:#?}",
+        loaded.label(),
         failures.len()
     );
-    let fired: u64 = results.iter().map(|result| result.kills.total_fired()).sum();
-    assert!(fired > 0, "{name}: no kill ever fired");
+    results
 }
 
 #[test]
@@ -153,14 +160,7 @@ fn backups() {
         keep_traces: true,
         ..common::options(dir.path())
     };
-    let seeds: Vec<u64> = (0..SEEDS).collect();
-    let results = run_seeds(&loaded, &seeds, 1, &options, |_| {}).unwrap();
-    let failures: Vec<String> = results
-        .iter()
-        .filter(|result| !result.ok)
-        .map(|result| format!("seed {}: {}", result.seed, result.violations[0]))
-        .collect();
-    assert!(failures.is_empty(), "{failures:#?}");
+    let results = all_pass(&loaded, SEEDS, &options);
     let judged = results
         .iter()
         .filter(|result| result.exercised.contains(&crashsim::check::Invariant::I11))

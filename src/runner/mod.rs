@@ -125,52 +125,46 @@ fn run_seed_once(loaded: &Loaded, seed: u64, options: &Options, faults: FaultSou
 /// handshake's capabilities). Known before any seed runs, so `run
 /// --skip-unsupported` can skip the scenario with this line.
 pub fn unsupported(loaded: &Loaded, implementation: &dyn Implementation) -> Option<String> {
-    if loaded.scenario.leases.is_some() && !implementation.leases() {
-        let missing = match implementation.in_process() {
-            true => format!(
-                "{} does not implement leases (Store::claim and Store::mark_done_leased)",
-                implementation.name()
-            ),
-            false => format!(
-                "the adapter `{}` ({}) does not declare the `leases` capability in its handshake \
-                 (\"capabilities\": [\"leases\"], with the store ops `claim` and `mark_done_leased`)",
-                implementation.description(),
-                implementation.name()
-            ),
-        };
-        return Some(format!("{missing}: scenario {} has [leases]", loaded.label()));
-    }
-    if loaded.scenario.retries.is_some() && !implementation.retries() {
-        let missing = match implementation.in_process() {
-            true => format!(
-                "{} does not implement retry timers (Store::schedule_retry and Store::timers)",
-                implementation.name()
-            ),
-            false => format!(
-                "the adapter `{}` ({}) does not declare the `retries` capability in its handshake \
-                 (\"capabilities\": [\"retries\"], with the store ops `schedule_retry` and `timers`)",
-                implementation.description(),
-                implementation.name()
-            ),
-        };
-        return Some(format!("{missing}: scenario {} has [retries]", loaded.label()));
-    }
-    if loaded.scenario.backup.is_some() && !implementation.backups() {
-        let missing = match implementation.in_process() {
-            true => format!(
-                "{} takes no online backups (System::backup and System::dump_backup)",
-                implementation.name()
-            ),
-            false => format!(
-                "the adapter `{}` ({}) does not declare the `backup` capability in its handshake \
-                 (\"capabilities\": [\"backup\"], with the ops `backup` and `dump` of a backup's path)",
-                implementation.description(),
-                implementation.name()
-            ),
-        };
-        return Some(format!("{missing}: scenario {} has [backup]", loaded.label()));
-    }
-    None
+    let scenario = &loaded.scenario;
+    // (section, needed, has it, what an in-process store lacks, the
+    // capability an adapter declares, and the ops that come with it)
+    let needs = [
+        (
+            "[leases]",
+            scenario.leases.is_some(),
+            implementation.leases(),
+            "does not implement leases (Store::claim and Store::mark_done_leased)",
+            "leases",
+            "the store ops `claim` and `mark_done_leased`",
+        ),
+        (
+            "[retries]",
+            scenario.retries.is_some(),
+            implementation.retries(),
+            "does not implement retry timers (Store::schedule_retry and Store::timers)",
+            "retries",
+            "the store ops `schedule_retry` and `timers`",
+        ),
+        (
+            "[backup]",
+            scenario.backup.is_some(),
+            implementation.backups(),
+            "takes no online backups (System::backup and System::dump_backup)",
+            "backup",
+            "the ops `backup` and `dump` of a backup's path",
+        ),
+    ];
+    let (section, _, _, lacks, capability, ops) = needs.into_iter().find(|need| need.1 && !need.2)?;
+    let missing = match implementation.in_process() {
+        true => format!("{} {lacks}", implementation.name()),
+        false => format!(
+            "the adapter `{}` ({}) does not declare the `{capability}` capability in its handshake \
+             (\"capabilities\": [\"{capability}\"], with {ops})",
+            implementation.description(),
+            implementation.name()
+        ),
+    };
+    Some(format!("{missing}: scenario {} has {section}", loaded.label()))
 }
 
 /// Runs one seed of one scenario against `implementation` (any, a library
