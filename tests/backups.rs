@@ -34,6 +34,28 @@ fn a_backup_of_the_main_file_alone_fails_the_run_with_i11_and_its_replay() {
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 }
 
+/// A failing seed's page draws the backups on the simulator's lane, with
+/// their trace lines in the tooltip, and lists the mark in its legend.
+#[test]
+fn a_failing_seeds_page_draws_its_backups() {
+    let loaded = common::load("scenarios/backups.toml")
+        .with_mutant("backup_db_file_only")
+        .expect("known mutant");
+    let work = work_dir();
+    let result = common::run(&loaded, 0, work.path());
+    assert!(!result.ok);
+    let reports = tempfile::tempdir().expect("temp dir");
+    let replay = "crashsim replay backups --seed 0 --mutant backup_db_file_only".to_string();
+    let dir = crashsim::report::write_seed(reports.path(), &result, &replay).expect("report written");
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html exists");
+    assert!(page.contains("<rect class=\"backup\""), "no backup mark");
+    assert!(
+        page.contains("backup #1 begins, on a connection of its own"),
+        "no tooltip line"
+    );
+    assert!(page.contains("online backup begun, completed"), "not in the legend");
+}
+
 #[test]
 fn bad_backup_sections_are_refused_naming_the_key() {
     let dir = work_dir();

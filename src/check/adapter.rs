@@ -23,7 +23,10 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             }
             Op::Died { step, cause } => {
                 let life = lives.get(&event.actor).copied().unwrap_or_default();
-                let mut message = format!("{} died at its `{step}` step: {cause}", event.actor);
+                let mut message = match event.actor == ActorId::SIM {
+                    true => format!("the process of {step} died unasked: {cause}"),
+                    false => format!("{} died at its `{step}` step: {cause}", event.actor),
+                };
                 let name = format!("adapter/{}.{life}.stderr", event.actor);
                 if let Some(artifact) = input.artifacts.iter().find(|artifact| artifact.name == name) {
                     let content = artifact.content();

@@ -129,6 +129,9 @@ pub struct Backups {
     pub completed: u64,
     /// Cut short by a power cut that fell inside them.
     pub cut: u64,
+    /// Its process killed inside it (`backup.kill`, outside stores).
+    #[serde(default)]
+    pub killed: u64,
     /// Failed with the store's error (not judged).
     pub failed: u64,
 }
@@ -150,6 +153,7 @@ impl Backups {
                 }
                 Op::BackedUp { .. } => backups.completed += 1,
                 Op::BackupFailed { .. } => backups.failed += 1,
+                Op::BackupKilled { .. } => backups.killed += 1,
                 _ => {}
             }
         }
@@ -160,6 +164,7 @@ impl Backups {
         self.begun += other.begun;
         self.completed += other.completed;
         self.cut += other.cut;
+        self.killed += other.killed;
         self.failed += other.failed;
     }
 
@@ -172,6 +177,9 @@ impl Backups {
         ];
         if self.cut > 0 {
             parts.push(format!("{} cut short by a power cut", self.cut));
+        }
+        if self.killed > 0 {
+            parts.push(format!("{} killed inside (their process)", self.killed));
         }
         if self.failed > 0 {
             parts.push(format!("{} failed (the store's error, not judged)", self.failed));

@@ -4,6 +4,7 @@
 //! [backup]
 //! count = 3           # backups in the fault phase, each at a tick drawn from the seed
 //! power_cut = "1/4"   # with [power] loss: the chance the power goes out inside one
+//! kill = "1/4"        # an outside store's backup process killed inside one
 //! ```
 //!
 //! Each backup is taken on a connection of its own (`System::backup`),
@@ -17,7 +18,7 @@ use super::{Rejection, Scenario};
 use crate::prng::Prng;
 use crate::ratio::Ratio;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Backup {
     /// How many backups the fault phase takes.
@@ -27,6 +28,13 @@ pub struct Backup {
     /// the backup's own writes). Default "0/1".
     #[serde(default, skip_serializing_if = "no_cut")]
     pub power_cut: Ratio,
+    /// For a store in processes of its own whose SQLite loads crashsim's
+    /// VFS extension: the chance, per backup, that its process is killed
+    /// (`SIGKILL`, from inside the VFS) at one of the first persistence
+    /// points of the backup. In-process stores have no process to kill.
+    /// Default "0/1".
+    #[serde(default, skip_serializing_if = "no_cut")]
+    pub kill: Ratio,
 }
 
 fn no_cut(ratio: &Ratio) -> bool {
@@ -100,39 +108,17 @@ mod tests {
 
     #[test]
     fn ticks_are_distinct_ascending_and_inside_the_fault_phase() {
-        let ticks = Backup {
-            count: 5,
-            power_cut: Ratio::ZERO,
-        }
-        .ticks(7, 100);
+        let backups = |count| Backup {
+            count,
+            ..Backup::default()
+        };
+        let ticks = backups(5).ticks(7, 100);
         assert_eq!(ticks.len(), 5);
         assert!(ticks.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(ticks.iter().all(|tick| (1..100).contains(tick)));
-        assert_eq!(
-            ticks,
-            Backup {
-                count: 5,
-                power_cut: Ratio::ZERO
-            }
-            .ticks(7, 100),
-            "same seed, same ticks"
-        );
-        assert_ne!(
-            ticks,
-            Backup {
-                count: 5,
-                power_cut: Ratio::ZERO
-            }
-            .ticks(8, 100)
-        );
+        assert_eq!(ticks, backups(5).ticks(7, 100), "same seed, same ticks");
+        assert_ne!(ticks, backups(5).ticks(8, 100));
         // More backups than ticks: one per tick.
-        assert_eq!(
-            Backup {
-                count: 9,
-                power_cut: Ratio::ZERO
-            }
-            .ticks(0, 4),
-            vec![1, 2, 3]
-        );
+        assert_eq!(backups(9).ticks(0, 4), vec![1, 2, 3]);
     }
 }

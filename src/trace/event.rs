@@ -417,6 +417,11 @@ pub enum Op {
     BackedUp {
         n: u32,
     },
+    /// The `n`-th backup's process was killed inside it (`backup.kill`):
+    /// it never completed, and is not judged.
+    BackupKilled {
+        n: u32,
+    },
     /// The `n`-th backup did not complete: the store's error (a power cut
     /// that fell inside it ends it too, with no such event). Not judged.
     BackupFailed {

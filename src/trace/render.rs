@@ -228,6 +228,7 @@ pub fn describe(op: &Op) -> String {
         Op::Backup { n } => format!("backup #{n} begins, on a connection of its own"),
         Op::BackedUp { n } => format!("backup #{n} complete (judged after the run, I11)"),
         Op::BackupFailed { n, error } => format!("backup #{n} failed: {error}"),
+        Op::BackupKilled { n } => format!("** backup #{n}: its process killed inside it **"),
         Op::PowerCut { point, model } => format!("== POWER CUT at persistence point {point} ({model}) =="),
         Op::Restored { kept, lost, torn } => {
             format!("disk after the cut: {kept} unsynced operation(s) kept, {lost} lost, {torn} torn")

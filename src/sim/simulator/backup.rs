@@ -3,7 +3,9 @@
 //! (`System::backup`), between two actor steps, while the actors' own
 //! transactions may be open. A power cut may fall inside it (the backup's
 //! writes are persistence points like any other, and `backup.power_cut`
-//! draws one at its start); then it never completed.
+//! draws one at its start); then it never completed. An outside store's
+//! backup process may be killed inside it (`backup.kill`), as an actor's
+//! process is inside a call.
 //! After the run, every backup that completed is read back
 //! (`System::dump_backup`) for the checkers (I11, `check::backups`).
 
@@ -13,6 +15,7 @@ use super::ending::Fatal;
 use super::state::{Event, Phase};
 use super::{SimError, Simulator};
 use crate::actors::ActorId;
+use crate::prng::Prng;
 use crate::store::{Snapshot, StoreError, System};
 use crate::trace::Op;
 
@@ -58,19 +61,36 @@ impl Simulator<'_> {
             return;
         }
         let dest = path(&self.store_path, n);
+        let inside = self.inside_calls();
+        let mut armed = false;
         if attempt == 0 {
             self.record(ActorId::SIM, Op::Backup { n });
-            if let (Some(power), Some(backup)) = (&mut self.power, self.scenario.backup) {
+            let backup = self.scenario.backup.unwrap_or_default();
+            if let Some(power) = &mut self.power {
                 power.draw(backup.power_cut);
+            }
+            // A stream of each backup's own, so that a forced replay of the
+            // seed kills it at the same persistence point.
+            let mut prng = Prng::derive(self.seed, &format!("backup/kill/{n}"));
+            if let Some(inside) = &inside
+                && prng.chance(backup.kill)
+            {
+                inside.control.arm_kill(1 + prng.below(KILL_WINDOW));
+                armed = true;
             }
         }
         let taken = match self.system.as_deref_mut() {
             Some(system) => system.backup(&dest),
             None => return,
         };
+        let killed = armed && inside.is_some_and(|inside| inside.control.disarm_kill());
         if self.cutting() {
             // The power went out inside it: it never completed. The step
             // loop cuts the power next.
+            return;
+        }
+        if killed {
+            self.record(ActorId::SIM, Op::BackupKilled { n });
             return;
         }
         match taken {
@@ -91,15 +111,22 @@ impl Simulator<'_> {
             Err(error @ (StoreError::Broken(_) | StoreError::Unsupported(_))) => {
                 self.fatal = Some(Fatal::Broken(format!("backup #{n}: {error}")));
             }
+            // Its process died unasked: A1, as an actor's would.
+            Err(StoreError::Died(cause)) => {
+                let step = format!("backup #{n}");
+                self.record(ActorId::SIM, Op::Died { step, cause });
+            }
             Err(error) => match error.environment() {
                 Some(cause) => self.fatal = Some(Fatal::Environment(format!("backup #{n}: {cause}"))),
-                None => self.record(
-                    ActorId::SIM,
-                    Op::BackupFailed {
-                        n,
-                        error: error.to_string(),
-                    },
-                ),
+                None => {
+                    // The trace names no path: the run's directory is no part of a seed.
+                    let run_dir = self.store_path.parent().map(|dir| dir.display().to_string());
+                    let error = match run_dir {
+                        Some(dir) if !dir.is_empty() => error.to_string().replace(&dir, "…"),
+                        _ => error.to_string(),
+                    };
+                    self.record(ActorId::SIM, Op::BackupFailed { n, error });
+                }
             },
         }
     }
@@ -124,3 +151,6 @@ pub(super) fn read(
 /// How often a backup that met a lock is tried again before it is given
 /// up (`Op::BackupFailed`).
 const BUSY_RETRIES: u32 = 8;
+
+/// A killed backup dies at one of its first this many persistence points.
+const KILL_WINDOW: u64 = 8;

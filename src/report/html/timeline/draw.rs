@@ -85,6 +85,7 @@ pub(super) fn legend(out: &mut String, axis: &Axis, spans: &[Kind], present: &BT
             Mark::Purge => "#5f6368",
             Mark::ClockStep => "#0b8fa8",
             Mark::DeadLetter => "#6a1b9a",
+            Mark::Backup => "#00695c",
             Mark::Open => "#34a853",
         };
         swatch(out, color, mark.name());

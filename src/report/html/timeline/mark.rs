@@ -30,11 +30,12 @@ pub(super) enum Mark {
     Purge,
     ClockStep,
     DeadLetter,
+    Backup,
     Open,
 }
 
 impl Mark {
-    pub(super) const ALL: [Mark; 19] = [
+    pub(super) const ALL: [Mark; 20] = [
         Mark::Commit,
         Mark::Conflict,
         Mark::Send,
@@ -50,6 +51,7 @@ impl Mark {
         Mark::DeadLetter,
         Mark::Purge,
         Mark::ClockStep,
+        Mark::Backup,
         Mark::Probe,
         Mark::Failed,
         Mark::Open,
@@ -63,7 +65,7 @@ impl Mark {
 
     /// Kinds of optional features, listed in the legend only when present.
     pub(super) fn optional(self) -> bool {
-        matches!(self, Mark::Purge | Mark::ClockStep | Mark::DeadLetter)
+        matches!(self, Mark::Purge | Mark::ClockStep | Mark::DeadLetter | Mark::Backup)
     }
 
     pub(super) fn class(self) -> &'static str {
@@ -86,6 +88,7 @@ impl Mark {
             Mark::Purge => "purge",
             Mark::ClockStep => "clockstep",
             Mark::DeadLetter => "deadletter",
+            Mark::Backup => "backup",
             Mark::Open => "open",
         }
     }
@@ -110,6 +113,7 @@ impl Mark {
             Mark::Purge => "de-dup records purged by the receiver",
             Mark::ClockStep => "clock stepped (NTP-like)",
             Mark::DeadLetter => "dead-lettered: waits for a person, never done",
+            Mark::Backup => "online backup begun, completed (judged, I11), killed or failed",
             Mark::Open => "open / restart",
         }
     }
@@ -158,6 +162,7 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::DeadLettered { .. } => Mark::DeadLetter,
         Op::DedupPurged { .. } => Mark::Purge,
         Op::ClockStep { .. } => Mark::ClockStep,
+        Op::Backup { .. } | Op::BackedUp { .. } | Op::BackupFailed { .. } | Op::BackupKilled { .. } => Mark::Backup,
         Op::Busy { .. } => Mark::Busy,
         Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
         _ => return None,
@@ -208,7 +213,11 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Refuse { .. }
         | Op::ReplyReplaced { .. }
         | Op::Skew { .. }
-        | Op::ClockStep { .. } => true,
+        | Op::ClockStep { .. }
+        | Op::Backup { .. }
+        | Op::BackedUp { .. }
+        | Op::BackupFailed { .. }
+        | Op::BackupKilled { .. } => true,
         Op::Commit { appended } => !appended.is_empty(),
         Op::Lookup { found, .. } => !matches!(found, Lookup::New),
         _ => false,
