@@ -425,6 +425,21 @@ fn faulty(mode: &str) -> Option<String> {
     Some(format!("{} {} {mode}", python()?, script.display()))
 }
 
+/// A backup process that exits on its own is A1, as an actor's would: the
+/// run names the backup, and every other invariant still holds.
+#[test]
+fn a_backup_process_that_dies_unasked_is_a1() {
+    let Some(command) = faulty("backup_crash") else { return };
+    let output = common::crashsim(&["run", "backups", "--seed", "0", "--no-report", "--sut", &command]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "a finding: {text}{}", stderr(&output));
+    assert!(
+        text.contains("A1 store process stays up: the process of backup #1 died unasked"),
+        "{text}"
+    );
+    assert!(text.contains("violations: A1 in 1 seed(s)"), "{text}");
+}
+
 #[test]
 fn a_store_that_crashes_on_its_own_is_a_finding_with_its_stderr() {
     let Some(command) = faulty("crash") else { return };
