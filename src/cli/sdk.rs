@@ -48,16 +48,18 @@ macro_rules! file {
 
 /// Every file written, by its path under DIR. A test checks the package's
 /// modules are all here.
-pub const PYTHON: [(&str, &str); 15] = [
+pub const PYTHON: [(&str, &str); 17] = [
     file!("pyproject.toml"),
     file!("sdk_build.py"),
     file!("README.md"),
     file!("crashsim_adapter/__init__.py"),
+    file!("crashsim_adapter/dump.py"),
     file!("crashsim_adapter/effect.py"),
     file!("crashsim_adapter/errors.py"),
     file!("crashsim_adapter/forkserver.py"),
     file!("crashsim_adapter/integrity.py"),
     file!("crashsim_adapter/protocol.py"),
+    file!("crashsim_adapter/rows.py"),
     file!("crashsim_adapter/settings.py"),
     file!("crashsim_adapter/sources.py"),
     file!("crashsim_adapter/vfs.py"),

@@ -1,24 +1,22 @@
 """The protocol loop: the handshake (with the optional capabilities), the
-dispatch of each operation to the role's object, the error answers, the
-canonical dump, and the private channel.
+dispatch of each operation to the role's object, the error answers and the
+private channel. The canonical dump is `dump.py`, the rows' shapes `rows.py`.
 """
 
 import json
 import os
 import sys
 
-from . import forkserver, vfs
+from . import dump, forkserver, vfs
 from .errors import Invalid, Unsupported, error_kind
-from .integrity import integrity_check
+from .rows import leased as _leased
+from .rows import objects as _objects
+from .rows import outbox as _outbox
+from .rows import timers as _timers
 from .settings import (
-    DEDUP,
-    EFFECT,
     EVENT,
     HEAD,
-    LEASED,
-    OUTBOX,
     RETRIED,
-    TIMER,
     Request,
     RetryPolicy,
     Settings,
@@ -62,42 +60,6 @@ def now():
 # ---------------------------------------------------------------- rows
 
 
-def _objects(fields, rows):
-    return [
-        row if isinstance(row, dict) else dict(zip(fields, row, strict=True))
-        for row in rows
-    ]
-
-
-def _outbox(rows):
-    rows = _objects(OUTBOX, rows)
-    for row in rows:
-        row["done"] = bool(row["done"])
-    return rows
-
-
-def _leased(items):
-    claimed = []
-    for item in items:
-        if not isinstance(item, dict):
-            item = dict(zip(LEASED, item, strict=True))
-        claimed.append(
-            {
-                "row": _outbox([item["row"]])[0],
-                "token": item["token"],
-                "expires": item["expires"],
-            }
-        )
-    return claimed
-
-
-def _timers(rows):
-    rows = _objects(TIMER, rows)
-    for row in rows:
-        row["done"] = bool(row["done"])
-    return rows
-
-
 def _retried(value):
     if value is None:
         return None
@@ -108,15 +70,6 @@ def _retried(value):
         "next_attempt_at": value["next_attempt_at"],
         "dead_lettered": bool(value["dead_lettered"]),
     }
-
-
-def _integrity(part, role, settings):
-    """A dump part's `<role>_integrity`, or, when it has none, the SDK's own
-    `PRAGMA integrity_check` of the role's database file."""
-    value = part.get(f"{role}_integrity")
-    if value is None:
-        return integrity_check(getattr(settings, role).path)
-    return value if isinstance(value, str) else "; ".join(map(str, value))
 
 
 class _Message(dict):
@@ -474,45 +427,12 @@ class _Server:
     def dump(self, r):
         settings = self.need_settings()
         path = r.get("path")
-        if path is not None:
-            # A backup's dump: the store's part, read from the backup.
-            store = self.classes.get("store")
-            if BACKUP not in self.capabilities or store is None:
-                raise Unsupported("this adapter's store takes no backups")
-            if not os.path.exists(path):
-                # Gone (a power cut took a name never made durable): a
-                # verdict on the backup, never a new empty database.
-                gone = "the backup's file is gone"
-                return {"events": [], "outbox": [], "store_integrity": gone}
-            backup = settings.with_store_path(path)
-            part = store.dump(backup)
-            state = {
-                "events": _objects(EVENT, part["events"]),
-                "outbox": _outbox(part["outbox"]),
-                "store_integrity": _integrity(part, "store", backup),
-            }
-            if part.get("timers"):
-                state["timers"] = _timers(part["timers"])
-            return state
-        store, receiver = self.classes.get("store"), self.classes.get("receiver")
-        state = {}
-        store_part = store.dump(settings) if store is not None else None
-        receiver_part = receiver.dump(settings) if receiver is not None else None
-        if store_part is not None:
-            state["events"] = _objects(EVENT, store_part["events"])
-            state["outbox"] = _outbox(store_part["outbox"])
-            if store_part.get("timers"):
-                state["timers"] = _timers(store_part["timers"])
-        if receiver_part is not None:
-            state["effects"] = _objects(EFFECT, receiver_part["effects"])
-            state["dedup"] = _objects(DEDUP, receiver_part["dedup"])
-        if store_part is not None:
-            state["store_integrity"] = _integrity(store_part, "store", settings)
-        if receiver_part is not None:
-            state["receiver_integrity"] = _integrity(
-                receiver_part, "receiver", settings
-            )
-        return state
+        if path is None:
+            return dump.canonical(self.classes, settings)
+        store = self.classes.get("store")
+        if BACKUP not in self.capabilities or store is None:
+            raise Unsupported("this adapter's store takes no backups")
+        return dump.of_backup(store, settings, path)
 
     def error(self, exc, op):
         kind = error_kind(exc)
