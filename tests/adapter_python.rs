@@ -139,6 +139,41 @@ fn the_example_takes_backups_and_a_copy_of_the_main_file_alone_is_caught() {
 }
 
 /// The first violation of `bug`'s first failing seed in seeds 0..4 of `scenario`.
+/// Restores of an outside store's database from its own backups (crashsim
+/// stops every process, restores through SQLite, starts them again): the
+/// clean example passes `restores` at `call`, and with random command ids
+/// (`uuid_ids`) the command a workflow derives again after a restore is a
+/// second command to the receiver, which applies it twice (I2, across the
+/// restore), beside the findings random ids always make.
+#[test]
+fn the_example_survives_restores_and_random_ids_apply_twice_across_one() {
+    let Some(command) = example("--granularity call") else {
+        return;
+    };
+    let loaded = load("scenarios/restores.toml");
+    let clean = adapter(&command, Duration::from_secs(30));
+    let results = runs(&loaded, 0..2, &clean);
+    assert_passes(&results, "restores");
+    let restored: u64 = results.iter().map(|result| result.backups.restored).sum();
+    assert!(restored > 0, "no restore in 2 seeds");
+    let Some(buggy) = example("--granularity call --bug uuid_ids") else {
+        return;
+    };
+    let dir = work_dir();
+    let buggy = adapter(&buggy, Duration::from_secs(30));
+    let result = run_seed(&loaded, 0, &options(dir.path(), &buggy)).expect("seed runs");
+    assert!(
+        result
+            .violations
+            .iter()
+            .any(|violation| violation.invariant == Invariant::I2
+                && violation.message.contains("rolled its event back")
+                && violation.message.contains("two side effects")),
+        "uuid_ids on restores: {:#?}",
+        result.violations
+    );
+}
+
 fn first_violation(bug: &str, scenario: &str) -> Option<crashsim::check::Violation> {
     first_failing(bug, scenario)?.violations.into_iter().next()
 }

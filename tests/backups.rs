@@ -83,6 +83,22 @@ fn bad_backup_sections_are_refused_naming_the_key() {
             "store = \"group_commit\"\n[backup]\ncount = 2\n",
             "cannot take an online backup",
         ),
+        ("lonely.toml", "[restore]\ncount = 1\n", "a restore needs backups"),
+        (
+            "no_restore.toml",
+            "[backup]\ncount = 2\n[restore]\ncount = 0\n",
+            "restore.count",
+        ),
+        (
+            "many_restores.toml",
+            "[backup]\ncount = 2\n[restore]\ncount = 9\n",
+            "restore.count",
+        ),
+        (
+            "restore_typo.toml",
+            "[backup]\ncount = 2\n[restore]\ncount = 1\nat = 3\n",
+            "at",
+        ),
     ];
     for (name, text, needle) in cases {
         let path = write(name, text);

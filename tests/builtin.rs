@@ -215,5 +215,5 @@ fn mutants_without_a_folder_run_against_the_builtin_scenarios() {
     assert_ne!(output.status.code(), Some(2), "{}", stderr(&output));
     // The built-in scenarios of the reference: all but group_commit (its own store).
     let text = stdout(&output);
-    assert!(text.contains("1 mutant(s) × 11 scenario(s)"), "{text}");
+    assert!(text.contains("1 mutant(s) × 12 scenario(s)"), "{text}");
 }

@@ -166,3 +166,17 @@ fn backups_and_cuts_inside_them_give_the_same_trace_in_two_directories() {
     assert!(!first.ok);
     assert_eq!(first.violations, second.violations);
 }
+
+/// Restores stop every actor, replace the store's database and start the
+/// actors again: the same trace in two directories, the restores in it.
+#[test]
+fn restores_give_the_same_trace_in_two_directories() {
+    let loaded = load("scenarios/restores.toml");
+    let (a, b) = (work_dir(), tempfile::tempdir().unwrap());
+    let first = run(&loaded, 1, a.path());
+    let second = run(&loaded, 1, b.path());
+    assert_eq!(first.events, second.events, "traces differ line by line");
+    assert_eq!(first.trace_hash, second.trace_hash);
+    assert!(first.ok, "{:#?}", first.violations);
+    assert!(first.backups.restored > 0, "seed 1 made no restore");
+}

@@ -12,7 +12,7 @@ use crashsim::runner::{Options, Sut, run_seeds};
 const SEEDS: u64 = 200;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
-const SHIPPED: [&str; 12] = [
+const SHIPPED: [&str; 13] = [
     "smoke",
     "contention",
     "crash_storm",
@@ -25,6 +25,7 @@ const SHIPPED: [&str; 12] = [
     "clocks",
     "interleave",
     "backups",
+    "restores",
 ];
 
 fn passes(name: &str) {
@@ -178,6 +179,23 @@ fn backups() {
         })
         .count();
     assert!(cut_inside > 0, "no power cut fell inside a backup in {SEEDS} seeds");
+}
+
+/// The reference survives restores: 200 seeds pass with two restores
+/// each, which roll back what was made after their backup (no finding),
+/// while the workflows decide it again and complete.
+#[test]
+fn restores() {
+    let loaded = load("scenarios/restores.toml");
+    let dir = work_dir();
+    let results = all_pass(&loaded, SEEDS, &common::options(dir.path()));
+    let restored: u64 = results.iter().map(|result| result.backups.restored).sum();
+    let rolled_back: u64 = results.iter().map(|result| result.backups.rolled_back).sum();
+    assert!(restored > SEEDS * 3 / 2, "{restored} restores in {SEEDS} seeds");
+    assert!(
+        rolled_back > restored,
+        "{rolled_back} events rolled back by {restored} restores"
+    );
 }
 
 /// The group-commit store has neither retry timers nor leases: a scenario

@@ -145,7 +145,13 @@ impl<'s> Records<'s> {
     pub fn of(history: &'s History<'s>, snapshot: &'s Snapshot) -> Records<'s> {
         // Every dump's effects by id and key, the final dump's first.
         let mut dumped: BTreeMap<(i64, &str), &'s Effect> = BTreeMap::new();
-        let dumps = std::iter::once(snapshot).chain(history.recoveries.iter().map(|recovery| &recovery.snapshot));
+        let dumps = std::iter::once(snapshot).chain(
+            history
+                .recoveries
+                .iter()
+                .chain(history.restored)
+                .map(|recovery| &recovery.snapshot),
+        );
         for effect in dumps.flat_map(|dump| dump.effects.iter()) {
             dumped.entry((effect.effect_id, effect.key.as_str())).or_insert(effect);
         }

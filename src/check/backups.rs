@@ -84,7 +84,15 @@ fn judge(input: &Input<'_>, history: &History<'_>, backup: &BackupFile) -> Vec<V
         .filter(|commit| commit.index < span.began && !cut_after(commit.index, span.began))
         .filter(|commit| {
             let append = commit.appended;
-            !held.contains(&(&append.workflow_id, append.seq, &append.kind))
+            let key = (append.workflow_id.as_str(), append.seq, append.kind.as_str());
+            // A restore in between rolled it back: not the backup's to hold.
+            let restored_away = history.restores_between(commit.index, span.began).any(|restored| {
+                !restored
+                    .events
+                    .iter()
+                    .any(|event| (event.workflow_id.as_str(), event.seq, event.kind.as_str()) == key)
+            });
+            !held.contains(&key) && !restored_away
         })
         .collect();
     if let Some(first) = lacking.first() {
@@ -109,6 +117,14 @@ fn judge(input: &Input<'_>, history: &History<'_>, backup: &BackupFile) -> Vec<V
         .marked
         .iter()
         .filter(|(index, _)| *index < span.began && !cut_after(*index, span.began))
+        .filter(|(index, command_id)| {
+            !history.restores_between(*index, span.began).any(|restored| {
+                !restored
+                    .outbox
+                    .iter()
+                    .any(|row| row.command_id == *command_id && row.done)
+            })
+        })
         .filter(|(_, command_id)| !rows.get(command_id).is_some_and(|row| row.done))
         .collect();
     if let Some((index, command_id)) = undone.first() {
@@ -148,7 +164,13 @@ fn state_of_the_store(input: &Input<'_>, history: &History<'_>, name: &str, back
             .insert(&append.kind);
         emitted.insert((&append.workflow_id, append.seq), &append.command_ids);
     }
-    let dumps = std::iter::once(input.snapshot).chain(input.recoveries.iter().map(|recovery| &recovery.snapshot));
+    let dumps = std::iter::once(input.snapshot).chain(
+        input
+            .recoveries
+            .iter()
+            .chain(input.restores)
+            .map(|recovery| &recovery.snapshot),
+    );
     for dump in dumps {
         for event in &dump.events {
             committed

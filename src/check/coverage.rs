@@ -134,6 +134,19 @@ pub struct Backups {
     pub killed: u64,
     /// Failed with the store's error (not judged).
     pub failed: u64,
+    /// Restores made from a backup (`[restore]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restored: u64,
+    /// Events the restores rolled back (made after their backup): no finding.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rolled_back: u64,
+    /// Restores skipped: no backup had completed by the end of the faults.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restores_skipped: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Backups {
@@ -154,6 +167,11 @@ impl Backups {
                 Op::BackedUp { .. } => backups.completed += 1,
                 Op::BackupFailed { .. } => backups.failed += 1,
                 Op::BackupKilled { .. } => backups.killed += 1,
+                Op::RolledBack { events, .. } => {
+                    backups.restored += 1;
+                    backups.rolled_back += events.unwrap_or(0);
+                }
+                Op::RestoreSkipped { .. } => backups.restores_skipped += 1,
                 _ => {}
             }
         }
@@ -166,6 +184,9 @@ impl Backups {
         self.cut += other.cut;
         self.killed += other.killed;
         self.failed += other.failed;
+        self.restored += other.restored;
+        self.rolled_back += other.rolled_back;
+        self.restores_skipped += other.restores_skipped;
     }
 
     /// One line for the run's summary: "backups: 12 begun, 10 completed and
@@ -184,7 +205,20 @@ impl Backups {
         if self.failed > 0 {
             parts.push(format!("{} failed (the store's error, not judged)", self.failed));
         }
-        format!("backups: {}", parts.join(", "))
+        let mut line = format!("backups: {}", parts.join(", "));
+        if self.restored + self.restores_skipped > 0 {
+            line.push_str(&format!(
+                "; restores: {} made, rolling back {} event(s) made after their backup (no finding)",
+                self.restored, self.rolled_back
+            ));
+            if self.restores_skipped > 0 {
+                line.push_str(&format!(
+                    ", {} skipped (no backup completed in the fault phase)",
+                    self.restores_skipped
+                ));
+            }
+        }
+        line
     }
 }
 

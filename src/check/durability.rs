@@ -16,26 +16,34 @@ use std::collections::BTreeSet;
 
 use super::{History, Input, Invariant, Violation};
 
-/// Indices (into `history.commits`) of commits whose event a cut lost: a
-/// commit is lost if the first recovery after it lacks its event.
+/// Indices (into `history.commits`) of commits whose event a cut or a
+/// restore lost: a commit is lost if the first cut after it, or any
+/// restore after it, leaves a store without its event.
 pub fn lost_commits(input: &Input<'_>, history: &History<'_>) -> BTreeSet<usize> {
     let mut lost = BTreeSet::new();
     for (index, commit) in history.commits.iter().enumerate() {
-        let Some(cut) = history.cuts.iter().position(|(at, _, _)| *at > commit.index) else {
-            continue;
-        };
-        let Some(recovery) = input.recoveries.get(cut) else {
-            continue;
-        };
-        let append = commit.appended;
-        let present = recovery.snapshot.events.iter().any(|event| {
-            event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind
-        });
-        if !present {
+        let cut = history
+            .cuts
+            .iter()
+            .position(|(at, _, _)| *at > commit.index)
+            .and_then(|cut| input.recoveries.get(cut));
+        let cut_lost = cut.is_some_and(|recovery| !holds(&recovery.snapshot, commit.appended));
+        let restored_away = history
+            .restores_between(commit.index, usize::MAX)
+            .any(|restored| !holds(restored, commit.appended));
+        if cut_lost || restored_away {
             lost.insert(index);
         }
     }
     lost
+}
+
+/// Whether `snapshot` holds the event `append` committed.
+fn holds(snapshot: &crate::store::Snapshot, append: &crate::trace::Appended) -> bool {
+    snapshot
+        .events
+        .iter()
+        .any(|event| event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind)
 }
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
@@ -62,10 +70,11 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             for commit in history.commits.iter().filter(|commit| commit.index < *cut_index) {
                 let append = commit.appended;
                 let name = format!("{}#{}", Shown(&append.workflow_id), append.seq);
-                let present = snapshot.events.iter().any(|event| {
-                    event.workflow_id == append.workflow_id && event.seq == append.seq && event.kind == append.kind
-                });
-                if !present && reported.insert(name.clone()) {
+                // A restore between the commit and the cut rolled it back.
+                let restored_away = history
+                    .restores_between(commit.index, *cut_index)
+                    .any(|restored| !holds(restored, append));
+                if !holds(snapshot, append) && !restored_away && reported.insert(name.clone()) {
                     violations.push(
                         Violation::new(
                             Invariant::I9,
@@ -85,7 +94,14 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                     continue;
                 }
                 let row = snapshot.outbox.iter().find(|row| row.command_id == *command_id);
+                let restored_away = history.restores_between(*index, *cut_index).any(|restored| {
+                    !restored
+                        .outbox
+                        .iter()
+                        .any(|row| row.command_id == *command_id && row.done)
+                });
                 if row.is_some_and(|row| !row.done)
+                    && !restored_away
                     && reported.insert(format!("done {command_id_shown}", command_id_shown = Shown(command_id)))
                 {
                     violations.push(
@@ -137,7 +153,13 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
             .filter(|effect| !history.near_misses.contains_key(effect.key.as_str()));
         for effect in commands {
             let command = history.command_of(&effect.key);
-            if !rows.contains_key(command) && reported.insert(format!("ghost {}", effect.effect_id)) {
+            // A restore before the cut took the row back while the receiver
+            // kept its effect: the row comes back when its event is decided
+            // again (judged after the run, `check::restores`).
+            let restored_away = history
+                .restores_between(0, *cut_index)
+                .any(|restored| !restored.outbox.iter().any(|row| row.command_id == command));
+            if !rows.contains_key(command) && !restored_away && reported.insert(format!("ghost {}", effect.effect_id)) {
                 violations.push(
                     Violation::new(
                         Invariant::I4,

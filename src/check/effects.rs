@@ -39,6 +39,22 @@ use crate::store::Outcome;
 use crate::workflow::payload;
 use crate::workload::NearMiss;
 
+/// Whether a restore rolled back `command`'s row after its append was
+/// acknowledged: the receiver keeps the effect, and the row comes back
+/// only when the workflow decides that event again (one waiting on a dead
+/// letter may never), under the same id (`restores.rs` judges another).
+fn rolled_back(history: &History<'_>, command: &str) -> bool {
+    history
+        .commits
+        .iter()
+        .filter(|commit| commit.appended.command_ids.iter().any(|id| id == command))
+        .any(|commit| {
+            history
+                .restores_between(commit.index, usize::MAX)
+                .any(|restored| !restored.outbox.iter().any(|row| row.command_id == command))
+        })
+}
+
 pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<Violation> {
     let mut violations = Vec::new();
     let snapshot = input.snapshot;
@@ -58,6 +74,9 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
 
     for (command, effects) in &by_command {
         let Some(row) = rows.get(command) else {
+            if rolled_back(history, command) {
+                continue;
+            }
             for effect in effects {
                 violations.push(
                     Violation::new(

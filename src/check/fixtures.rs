@@ -32,6 +32,8 @@ pub struct Fixture {
     pub recoveries: Vec<crate::sim::Recovery>,
     /// Backups that completed, as their files held them.
     pub backups: Vec<crate::sim::BackupFile>,
+    /// What the store held after each restore, in order.
+    pub restores: Vec<crate::sim::Recovery>,
 }
 
 fn at(tick: &mut u64, actor: ActorId, op: Op) -> TraceEvent {
@@ -161,6 +163,7 @@ pub fn clean() -> Fixture {
         retention: None,
         recoveries: Vec::new(),
         backups: Vec::new(),
+        restores: Vec::new(),
     }
 }
 
@@ -181,6 +184,7 @@ impl Fixture {
                     journal_mode: crate::store::JournalMode::Wal,
                 },
                 recoveries: &self.recoveries,
+                restores: &self.restores,
                 backups: &self.backups,
                 artifacts: &[],
                 durable: super::Durable::default(),

@@ -95,6 +95,9 @@ pub struct History<'a> {
     pub answers: Vec<Answer<'a>>,
     /// Power cuts, as (trace position, tick, persistence point).
     pub cuts: Vec<(usize, u64, u64)>,
+    /// Restores (`[restore]`), as (trace position of `Op::RolledBack`, tick,
+    /// restore number): from there the store holds `restored[i]`.
+    pub restores: Vec<(usize, u64, u32)>,
     /// Appends whose commit no writer learned (queued by a group-commit
     /// store, then its writer died; a commit call that failed), as (tick
     /// from which it may have committed, workflow_id, seq).
@@ -110,6 +113,8 @@ pub struct History<'a> {
     /// What recovery found after each cut, in the order of `cuts`, when
     /// the checker has it (`with_recoveries`): which effects a cut took.
     pub recoveries: &'a [crate::sim::Recovery],
+    /// What the store held after each restore, in the order of `restores`.
+    pub restored: &'a [crate::sim::Recovery],
 }
 
 impl<'a> History<'a> {
@@ -200,6 +205,7 @@ impl<'a> History<'a> {
                     applying.clear();
                     history.cuts.push((index, event.tick, *point));
                 }
+                Op::RolledBack { n, .. } => history.restores.push((index, event.tick, *n)),
                 Op::Died { .. } => {
                     // Its commit's outcome is unknown.
                     applying.remove(&event.actor);
@@ -269,10 +275,26 @@ impl<'a> History<'a> {
         history
     }
 
-    /// The same history, knowing what recovery found after each cut.
-    pub fn with_recoveries(mut self, recoveries: &'a [crate::sim::Recovery]) -> History<'a> {
+    /// The same history, knowing what recovery found after each cut and
+    /// what the store held after each restore.
+    pub fn with_recoveries(
+        mut self,
+        recoveries: &'a [crate::sim::Recovery],
+        restored: &'a [crate::sim::Recovery],
+    ) -> History<'a> {
         self.recoveries = recoveries;
+        self.restored = restored;
         self
+    }
+
+    /// The snapshots of the restores between trace positions `from` and
+    /// `to` (exclusive), in order.
+    pub fn restores_between(&self, from: usize, to: usize) -> impl Iterator<Item = &'a crate::store::Snapshot> + '_ {
+        self.restores
+            .iter()
+            .zip(self.restored)
+            .filter(move |((at, _, _), _)| *at > from && *at < to)
+            .map(|(_, restored)| &restored.snapshot)
     }
 
     /// Notes the answer `outcome` under `key` that `event` (a reply, the

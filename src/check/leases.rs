@@ -217,7 +217,8 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                     lease.released = true;
                 }
             }
-            Op::PowerCut { .. } => {
+            // A restore takes the lease table back as a cut may.
+            Op::PowerCut { .. } | Op::RolledBack { .. } => {
                 latest.clear();
                 held.clear();
                 mine.clear();

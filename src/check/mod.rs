@@ -20,6 +20,7 @@
 //! | settings.rs   | I9 (partly) every connection runs with the configured `synchronous` |
 //! | durability.rs | I9 across power cuts (acknowledged commits survive, integrity), I4 ghosts after a cut |
 //! | backups.rs    | I11 every completed backup is a state the store was in, holding every commit acknowledged before it began |
+//! | restores.rs   | I2 across a restore: a command derived again after a restore rolled its event back carries the same id, so the receiver folds it |
 //! | adapter.rs    | A1 an outside store's process dies only when killed, and answers in time |
 //! | alive.rs      | not a verdict: which effects a receiver held at a moment (committed, rolled back, taken by a cut), for judging answers when they were given |
 //!
@@ -53,6 +54,7 @@ mod interleaving;
 mod leases;
 mod liveness;
 mod replay;
+mod restores;
 mod retention;
 mod retries;
 mod sequence;
@@ -64,6 +66,8 @@ pub use crate::store::dump as snapshot;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::trace::Op;
 
 pub use crate::invariant::Invariant;
 pub use crate::store::Snapshot;
@@ -149,6 +153,8 @@ pub struct Input<'a> {
     pub synchronous: Expected,
     /// What recovery found after each power cut.
     pub recoveries: &'a [crate::sim::Recovery],
+    /// What the store held after each restore (`[restore]`), in order.
+    pub restores: &'a [crate::sim::Recovery],
     /// Every backup that completed, as its file held it after the run.
     pub backups: &'a [crate::sim::BackupFile],
     /// Whether each database's settings promise that acknowledged commits
@@ -197,6 +203,31 @@ pub struct Expected {
     pub journal_mode: crate::store::JournalMode,
 }
 
+/// What the store held after each of its resets, in the order of the
+/// trace: recovery after a power cut (`Op::PowerCut`), or the restored
+/// store after a restore (`Op::RolledBack`). Checkers that follow the
+/// store's contents start again from each.
+pub fn resets<'a>(
+    events: &[TraceEvent],
+    cuts: &'a [crate::sim::Recovery],
+    restores: &'a [crate::sim::Recovery],
+) -> Vec<&'a crate::sim::Recovery> {
+    let (mut cuts, mut restores) = (cuts.iter(), restores.iter());
+    events
+        .iter()
+        .filter_map(|event| match event.op {
+            Op::PowerCut { .. } => cuts.next(),
+            Op::RolledBack { .. } => restores.next(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `op` resets what the store holds (see `resets`).
+pub fn is_reset(op: &Op) -> bool {
+    matches!(op, Op::PowerCut { .. } | Op::RolledBack { .. })
+}
+
 /// Runs every checker; violations come out root first (`order`).
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
     check_with(input, None)
@@ -208,14 +239,14 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     // Files SQLite cannot read hold no rows to judge: only their integrity
     // (and what the recoveries and the processes showed) is a verdict.
     if input.snapshot.unreadable.is_some() {
-        let history = History::from_events(input.events).with_recoveries(input.recoveries);
+        let history = History::from_events(input.events).with_recoveries(input.recoveries, input.restores);
         let mut violations = liveness::integrity(input.snapshot);
         violations.extend(durability::check(input, &history));
         violations.extend(adapter::check(input));
         order(&mut violations);
         return violations;
     }
-    let mut history = History::from_events(input.events).with_recoveries(input.recoveries);
+    let mut history = History::from_events(input.events).with_recoveries(input.recoveries, input.restores);
     history.lost = durability::lost_commits(input, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
@@ -233,6 +264,7 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations.extend(settings::check(input, &history));
     violations.extend(durability::check(input, &history));
     violations.extend(backups::check(input, &history));
+    violations.extend(restores::check(input, &history));
     violations.extend(adapter::check(input));
     order(&mut violations);
     violations
@@ -251,7 +283,7 @@ pub fn certain(events: &[TraceEvent], claims: Option<Claims>, rule: u32) -> Vec<
     let history = History::from_events(events);
     let mut violations = sequence::stale(events, &history);
     if rule >= 3 {
-        violations.extend(answers::judge_all(events, &[], claims));
+        violations.extend(answers::judge_all(events, Vec::new(), claims));
         violations.extend(replay::dispatched(&history));
     }
     order(&mut violations);

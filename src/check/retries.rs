@@ -101,7 +101,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // Timers are due by the clock of the store that read them, so reads
     // and sends are judged by the reading actor's own (skewed) clock.
     let mut offsets: BTreeMap<ActorId, i64> = BTreeMap::new();
-    let mut cuts = input.recoveries.iter();
+    let mut cuts = super::resets(input.events, input.recoveries, input.restores).into_iter();
     // The timers and the clock when each actor's call was first suspended
     // inside the store (`[preempt]`): a read answered after a suspension
     // may show the rows as they were when it began.
@@ -135,7 +135,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             // A cut inside the step that stored a timer may take it back
             // (its writes were not synced yet): from here on, the timers
             // are the ones recovery found, and every actor starts afresh.
-            Op::PowerCut { .. } => {
+            Op::PowerCut { .. } | Op::RolledBack { .. } => {
                 timers.clear();
                 early.clear();
                 if let Some(recovery) = cuts.next() {
@@ -146,9 +146,11 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                     }
                 }
             }
-            // Visible at the end, unless a power cut took the write back.
+            // Visible at the end, unless a power cut or a restore took the write back.
             Op::DeadLettered { command_id, .. }
-                if !dead.contains_key(command_id.as_str()) && input.recoveries.is_empty() =>
+                if !dead.contains_key(command_id.as_str())
+                    && input.recoveries.is_empty()
+                    && input.restores.is_empty() =>
             {
                 violations.push(
                     Violation::new(

@@ -228,6 +228,7 @@ pub fn run_seed_on(
             steps_max: loaded.scenario.run.steps_max,
             ended: (output.ticks, output.steps),
             recoveries: &output.recoveries,
+            restores: &output.restores,
             backups: &output.backups,
             artifacts: &output.artifacts,
             lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),

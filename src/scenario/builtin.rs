@@ -71,7 +71,7 @@ macro_rules! builtin {
 
 /// Every built-in scenario: the scenarios first, then the demonstrations,
 /// then the scopes.
-pub const BUILTINS: [Builtin; 15] = [
+pub const BUILTINS: [Builtin; 16] = [
     builtin!("smoke", Kind::Scenario),
     builtin!("contention", Kind::Scenario),
     builtin!("crash_storm", Kind::Scenario),
@@ -84,6 +84,7 @@ pub const BUILTINS: [Builtin; 15] = [
     builtin!("clocks", Kind::Scenario),
     builtin!("interleave", Kind::Scenario),
     builtin!("backups", Kind::Scenario),
+    builtin!("restores", Kind::Scenario),
     builtin!("demonstrations/ghost_effect", Kind::Demonstration),
     builtin!("demonstrations/short_retention", Kind::Demonstration),
     builtin!("explore/two_receivers", Kind::Scope),

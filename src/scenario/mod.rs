@@ -15,6 +15,7 @@ mod leases;
 mod loaded;
 mod locate;
 mod preempt;
+mod restore;
 mod retries;
 mod skew;
 mod validate;
@@ -29,6 +30,7 @@ pub use error::ScenarioError;
 pub use leases::{Leases, PauseFaults};
 pub use loaded::{Loaded, Source, files_in, load, resolve};
 pub use preempt::{POINT_NAMES, Preempt, PreemptPoint};
+pub use restore::Restore;
 pub use retries::{Horizon, Receivers, Retries, horizon};
 pub use skew::SkewFaults;
 pub use validate::Rejection;
@@ -77,6 +79,10 @@ pub struct Scenario {
     /// unless written; `backup.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<Backup>,
+    /// Restores of the store from its latest completed backup, with every
+    /// actor stopped first (off unless written; `restore.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore: Option<Restore>,
 }
 
 /// Power loss: every actor at once loses its connection and each file keeps
@@ -347,6 +353,7 @@ impl Default for Scenario {
             receivers: None,
             preempt: None,
             backup: None,
+            restore: None,
         }
     }
 }

@@ -80,6 +80,7 @@ impl Scenario {
         }
         self.validate_retries_shape()?;
         self.validate_backup()?;
+        self.validate_restore()?;
         if self.faults.skew.is_some()
             && let Some(implementation) = crate::mutants::resolve(&self.store)
             && !implementation.clock_per_actor()

@@ -147,6 +147,12 @@ impl Power {
         Ok((scheduled, restored))
     }
 
+    /// No cut lands from here until [`Power::resume`]: for the operator's
+    /// own writes (a restore), which are not the store's.
+    pub fn hold(&self) {
+        self.vfs.disarm();
+    }
+
     /// Recovery is done: the cuts up to its last point are dropped (the one
     /// that struck, and a drawn cut still pending when a scripted one struck,
     /// which would otherwise fail recovery's own writes, an I/O error that

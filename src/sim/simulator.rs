@@ -32,6 +32,7 @@ mod network;
 mod output;
 mod pause;
 mod preempt;
+mod restore;
 mod retryable;
 mod settle;
 mod shared_vfs;
@@ -100,8 +101,13 @@ pub struct Simulator<'a> {
     /// Suspensions inside the store's calls, when the scenario has them.
     preemption: Option<preempt::Preemption>,
     recoveries: Vec<Recovery>,
-    /// The numbers of the backups that completed (`[backup]`).
-    backups_taken: Vec<u32>,
+    /// The backups that completed (`[backup]`), as (number, power cuts
+    /// before it completed).
+    backups_taken: Vec<(u32, usize)>,
+    /// What the store held after each restore (`[restore]`).
+    restores: Vec<Recovery>,
+    /// Restores queued and neither done nor skipped yet.
+    restores_pending: usize,
     fault_points: Option<u64>,
     /// What ended the run without a verdict, if anything did.
     fatal: Option<ending::Fatal>,
@@ -280,6 +286,8 @@ impl<'a> Simulator<'a> {
             preemption,
             recoveries: Vec::new(),
             backups_taken: Vec::new(),
+            restores: Vec::new(),
+            restores_pending: 0,
             fault_points: None,
             fatal: None,
             cancel: None,
@@ -323,6 +331,7 @@ impl<'a> Simulator<'a> {
             simulator.queue.push(entry.tick, Event::Script { index });
         }
         simulator.schedule_backups();
+        simulator.schedule_restores();
         Ok(simulator)
     }
 
@@ -360,6 +369,7 @@ impl<'a> Simulator<'a> {
                 Event::SettleCheck => self.settle_check(),
                 Event::Script { index } => self.script(index),
                 Event::Backup { n, attempt } => self.backup(n, attempt),
+                Event::Restore { n } => self.restore(n),
             }
             if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {
                 self.power_cut();
@@ -401,7 +411,10 @@ impl<'a> Simulator<'a> {
             }
         };
         let backups = match (&dumped, self.system.as_deref_mut()) {
-            (Ok(_), Some(system)) => backup::read(&self.backups_taken, &self.store_path, system),
+            (Ok(_), Some(system)) => {
+                let taken: Vec<u32> = self.backups_taken.iter().map(|(n, _)| *n).collect();
+                backup::read(&taken, &self.store_path, system)
+            }
             _ => Ok(Vec::new()),
         };
         let artifacts = self.system.as_deref_mut().map(System::artifacts).unwrap_or_default();
@@ -432,6 +445,7 @@ impl<'a> Simulator<'a> {
             snapshot,
             artifacts,
             recoveries: self.recoveries,
+            restores: self.restores,
             backups,
             fault_points: self.fault_points,
             suspension_steps: preempt::steps(&mut self.preemption),

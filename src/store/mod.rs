@@ -42,6 +42,7 @@ pub mod outbox;
 pub mod receiver;
 pub mod reference;
 pub mod registry;
+pub mod restore;
 pub mod retention;
 pub mod service;
 pub mod timers;

@@ -428,6 +428,27 @@ pub enum Op {
         n: u32,
         error: String,
     },
+    /// The `n`-th restore (`[restore]`): every actor is stopped, the
+    /// store's database replaced with backup #`backup`'s content, and the
+    /// actors start again from it. Commits acknowledged after the backup
+    /// are rolled back: counted, never a finding.
+    Restore {
+        n: u32,
+        backup: u32,
+    },
+    /// The `n`-th restore did not happen: no backup had completed by the
+    /// end of the fault phase.
+    RestoreSkipped {
+        n: u32,
+    },
+    /// The `n`-th restore is done: of the events the store held just
+    /// before it, `events` are gone (made after the backup): no finding.
+    /// `None`: the store was unreadable before it (after a power cut).
+    RolledBack {
+        n: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        events: Option<u64>,
+    },
 
     // Clock faults, recorded by the simulator (`[faults.skew]`).
     /// The actor's clock reads the true tick plus `offset` from the start.

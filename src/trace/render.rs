@@ -229,6 +229,19 @@ pub fn describe(op: &Op) -> String {
         Op::BackedUp { n } => format!("backup #{n} complete (judged after the run, I11)"),
         Op::BackupFailed { n, error } => format!("backup #{n} failed: {error}"),
         Op::BackupKilled { n } => format!("** backup #{n}: its process killed inside it **"),
+        Op::Restore { n, backup } => {
+            format!("== RESTORE #{n} from backup #{backup}: every actor stopped, the store's database replaced ==")
+        }
+        Op::RestoreSkipped { n } => format!("restore #{n} skipped: no backup completed in the fault phase"),
+        Op::RolledBack {
+            n,
+            events: Some(events),
+        } => {
+            format!("restore #{n} done: {events} event(s) the store held before it rolled back (no finding)")
+        }
+        Op::RolledBack { n, events: None } => {
+            format!("restore #{n} done: the store was unreadable before it, so what it rolled back is unknown")
+        }
         Op::PowerCut { point, model } => format!("== POWER CUT at persistence point {point} ({model}) =="),
         Op::Restored { kept, lost, torn } => {
             format!("disk after the cut: {kept} unsynced operation(s) kept, {lost} lost, {torn} torn")

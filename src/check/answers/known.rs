@@ -73,8 +73,8 @@ pub struct Known {
 }
 
 impl Known {
-    /// Takes in `event`, the trace's next; `recoveries` yields the
-    /// recovery of each power cut in order.
+    /// Takes in `event`, the trace's next; `recoveries` yields what the
+    /// store held after each power cut and restore, in order.
     pub fn observe<'r>(&mut self, event: &TraceEvent, recoveries: &mut impl Iterator<Item = &'r Recovery>) {
         self.leases.observe(event);
         let actor = event.actor;
@@ -180,7 +180,9 @@ impl Known {
             | Op::RetryUnchanged { command_id, .. } => {
                 self.touched.insert(command_id.clone());
             }
-            Op::PowerCut { .. } => self.cut(recoveries.next()),
+            // A restore, like a cut, leaves the store as its snapshot says
+            // (the kills before it ended every open transaction).
+            Op::PowerCut { .. } | Op::RolledBack { .. } => self.cut(recoveries.next()),
             _ => {}
         }
     }

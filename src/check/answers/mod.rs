@@ -47,20 +47,21 @@ use crate::trace::{Loaded, Op};
 use known::{Known, Place};
 
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
-    judge_all(input.events, input.recoveries, input.claims)
+    let resets = super::resets(input.events, input.recoveries, input.restores);
+    judge_all(input.events, resets, input.claims)
 }
 
-/// Every answer of `events` judged, with `recoveries` the recovery of each
-/// power cut in order. An answer is judged by what the trace fixed when it
+/// Every answer of `events` judged, with `resets` what the store held
+/// after each power cut and restore, in order (`check::resets`). An answer is judged by what the trace fixed when it
 /// was given, so a finding stands whatever follows: `check::certain` judges
 /// the trace so far with this same code.
 pub fn judge_all(
     events: &[crate::trace::TraceEvent],
-    recoveries: &[crate::sim::Recovery],
+    resets: Vec<&crate::sim::Recovery>,
     claims: Option<Claims>,
 ) -> Vec<Violation> {
     let mut known = Known::default();
-    let mut recoveries = recoveries.iter();
+    let mut recoveries = resets.into_iter();
     let mut found = Found::default();
     // What was known when each actor's call was first suspended inside the
     // store (`[preempt]`), until the actor's next event answers it, and the

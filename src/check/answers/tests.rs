@@ -45,6 +45,7 @@ impl Run {
                 journal_mode: crate::store::JournalMode::Wal,
             },
             recoveries: &self.recoveries,
+            restores: &[],
             backups: &[],
             artifacts: &[],
             durable: Durable::default(),

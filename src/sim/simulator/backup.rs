@@ -96,7 +96,7 @@ impl Simulator<'_> {
         match taken {
             Ok(()) => {
                 self.record(ActorId::SIM, Op::BackedUp { n });
-                self.backups_taken.push(n);
+                self.backups_taken.push((n, self.recoveries.len()));
             }
             Err(StoreError::Busy) if attempt < BUSY_RETRIES => {
                 let delay = self.scenario.timing.busy_backoff_ticks_max.max(1);

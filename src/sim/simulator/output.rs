@@ -79,6 +79,8 @@ pub struct RunOutput {
     pub artifacts: Vec<Artifact>,
     /// What recovery found after each power cut.
     pub recoveries: Vec<Recovery>,
+    /// What the store held after each restore (`[restore]`), in order.
+    pub restores: Vec<Recovery>,
     /// Every backup that completed, as its file held it after the run.
     pub backups: Vec<super::BackupFile>,
     /// Persistence points the crash VFS saw during the fault phase (the

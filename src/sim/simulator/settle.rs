@@ -52,7 +52,8 @@ impl Simulator<'_> {
     }
 
     fn is_settled(&mut self) -> bool {
-        if self.in_flight > 0 {
+        // A restore still to come rolls finished work back: not settled yet.
+        if self.in_flight > 0 || self.restores_pending > 0 {
             return false;
         }
         let busy = self.slots.iter().any(|slot| slot.parked)

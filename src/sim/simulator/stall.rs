@@ -10,7 +10,8 @@
 //! alone, and only the first time each fact shows: a commit of a
 //! workflow's seq, a command first marked done, an effect first applied
 //! under its key, a retry timer's attempt, a dead letter. A store that
-//! answers "done" for the same row forever makes no progress here.
+//! answers "done" for the same row forever makes no progress here. A
+//! restore forgets the store's facts, so redoing what it rolled back is.
 //!
 //! The check runs at each settle check, so where a run ends depends only
 //! on the trace and the scenario: the same seed ends at the same tick in
@@ -81,6 +82,12 @@ impl Stall {
     /// durable change.
     fn progress(&mut self, events: &[TraceEvent]) -> u64 {
         for event in events.get(self.read..).unwrap_or_default() {
+            // A restore takes the store's facts back (the receivers keep
+            // theirs): work made again after it is progress again.
+            if let Op::RolledBack { .. } = event.op {
+                self.facts.retain(|(kind, _, _)| *kind == Fact::Effect);
+                self.last = self.last.max(event.tick);
+            }
             for fact in facts(event) {
                 if self.facts.insert(fact) {
                     self.last = self.last.max(event.tick);
@@ -107,7 +114,11 @@ impl Simulator<'_> {
     /// run a grace of `Q` ticks later (what followed shows in the report).
     pub(super) fn judge_so_far(&mut self) {
         let run = &self.scenario.run;
-        if !run.end_when_certain || self.power.is_some() || self.stall.end_after.is_some() {
+        if !run.end_when_certain
+            || self.power.is_some()
+            || self.scenario.restore.is_some()
+            || self.stall.end_after.is_some()
+        {
             return;
         }
         if self.now < self.stall.next_judged {
@@ -150,6 +161,7 @@ impl Simulator<'_> {
                 // A cut takes facts back, and work redone after it is no new fact.
                 if run.ending_rule >= 3
                     && self.power.is_none()
+                    && self.scenario.restore.is_none()
                     && let Some(since) = stuck_since(self.now, last, 0, window)
                 {
                     self.record(ActorId::SIM, Op::FaultsEnded { since, window });

@@ -35,6 +35,10 @@ pub(super) enum Event {
         n: u32,
         attempt: u32,
     },
+    /// The `n`-th restore (`restore.rs`).
+    Restore {
+        n: u32,
+    },
 }
 
 pub(super) enum Life {

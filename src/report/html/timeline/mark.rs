@@ -162,7 +162,13 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::DeadLettered { .. } => Mark::DeadLetter,
         Op::DedupPurged { .. } => Mark::Purge,
         Op::ClockStep { .. } => Mark::ClockStep,
-        Op::Backup { .. } | Op::BackedUp { .. } | Op::BackupFailed { .. } | Op::BackupKilled { .. } => Mark::Backup,
+        Op::Backup { .. }
+        | Op::BackedUp { .. }
+        | Op::BackupFailed { .. }
+        | Op::BackupKilled { .. }
+        | Op::Restore { .. }
+        | Op::RestoreSkipped { .. }
+        | Op::RolledBack { .. } => Mark::Backup,
         Op::Busy { .. } => Mark::Busy,
         Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
         _ => return None,
@@ -217,7 +223,10 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Backup { .. }
         | Op::BackedUp { .. }
         | Op::BackupFailed { .. }
-        | Op::BackupKilled { .. } => true,
+        | Op::BackupKilled { .. }
+        | Op::Restore { .. }
+        | Op::RestoreSkipped { .. }
+        | Op::RolledBack { .. } => true,
         Op::Commit { appended } => !appended.is_empty(),
         Op::Lookup { found, .. } => !matches!(found, Lookup::New),
         _ => false,
