@@ -321,3 +321,5 @@ mod fixtures;
 mod tests;
 #[cfg(test)]
 mod tests_alive;
+#[cfg(test)]
+mod tests_restores;

@@ -34,10 +34,12 @@ impl Simulator<'_> {
             return;
         };
         let ticks_fault = self.scenario.run.ticks_fault;
-        let Some(&first) = backup.ticks(self.seed, ticks_fault).first() else {
-            return;
-        };
-        for (index, tick) in restore.ticks(self.seed, first, ticks_fault).into_iter().enumerate() {
+        let first = backup.ticks(self.seed, ticks_fault).first().copied().unwrap_or(ticks_fault);
+        let mut ticks = restore.ticks(self.seed, first, ticks_fault);
+        // No room left after the first backup: the rest come when the
+        // faults stop, and are skipped, saying so.
+        ticks.resize(restore.count as usize, ticks_fault);
+        for (index, tick) in ticks.into_iter().enumerate() {
             let n = u32::try_from(index + 1).unwrap_or(u32::MAX);
             self.queue.push(tick, Event::Restore { n });
             self.restores_pending += 1;

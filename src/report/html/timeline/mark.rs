@@ -113,7 +113,7 @@ impl Mark {
             Mark::Purge => "de-dup records purged by the receiver",
             Mark::ClockStep => "clock stepped (NTP-like)",
             Mark::DeadLetter => "dead-lettered: waits for a person, never done",
-            Mark::Backup => "online backup begun, completed (judged, I11), killed or failed",
+            Mark::Backup => "online backup begun, completed (judged, I11), killed or failed; a restore from one",
             Mark::Open => "open / restart",
         }
     }
