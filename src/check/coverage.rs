@@ -143,6 +143,9 @@ pub struct Backups {
     /// Restores skipped: no backup had completed by the end of the faults.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub restores_skipped: u64,
+    /// Restores that could not read their backup (I11 judges it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restores_failed: u64,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -172,6 +175,7 @@ impl Backups {
                     backups.rolled_back += events.unwrap_or(0);
                 }
                 Op::RestoreSkipped { .. } => backups.restores_skipped += 1,
+                Op::RestoreFailed { .. } => backups.restores_failed += 1,
                 _ => {}
             }
         }
@@ -187,6 +191,7 @@ impl Backups {
         self.restored += other.restored;
         self.rolled_back += other.rolled_back;
         self.restores_skipped += other.restores_skipped;
+        self.restores_failed += other.restores_failed;
     }
 
     /// One line for the run's summary: "backups: 12 begun, 10 completed and
@@ -206,7 +211,7 @@ impl Backups {
             parts.push(format!("{} failed (the store's error, not judged)", self.failed));
         }
         let mut line = format!("backups: {}", parts.join(", "));
-        if self.restored + self.restores_skipped > 0 {
+        if self.restored + self.restores_skipped + self.restores_failed > 0 {
             line.push_str(&format!(
                 "; restores: {} made, rolling back {} event(s) made after their backup (no finding)",
                 self.restored, self.rolled_back
@@ -215,6 +220,12 @@ impl Backups {
                 line.push_str(&format!(
                     ", {} skipped (no backup completed in the fault phase)",
                     self.restores_skipped
+                ));
+            }
+            if self.restores_failed > 0 {
+                line.push_str(&format!(
+                    ", {} failed (their backup unreadable: judged by I11)",
+                    self.restores_failed
                 ));
             }
         }

@@ -15,16 +15,47 @@ use std::path::Path;
 use rusqlite::OpenFlags;
 use rusqlite::backup::{Backup, StepResult};
 
-use super::{Result, StoreError, SystemConfig, connection};
+use super::{StoreError, SystemConfig, connection};
+
+/// Why a restore did not happen.
+#[derive(Debug)]
+pub enum Unrestorable {
+    /// SQLite cannot read the backup as a database (its file gone, not a
+    /// database, corrupt): no operator can restore from it. The backup's
+    /// own fault, which I11 judges; the words name no path.
+    Backup(&'static str),
+    /// The machine or crashsim failed: no verdict.
+    Environment(StoreError),
+}
+
+/// What a SQLite error from reading the backup says about it, if it is
+/// the backup's fault.
+fn backup_fault(error: &rusqlite::Error) -> Option<&'static str> {
+    match error.sqlite_error_code()? {
+        rusqlite::ErrorCode::CannotOpen => Some("SQLite cannot open the backup's file"),
+        rusqlite::ErrorCode::NotADatabase => Some("the backup's file is not a database"),
+        rusqlite::ErrorCode::DatabaseCorrupt => Some("the backup is corrupt"),
+        _ => None,
+    }
+}
 
 /// Replaces the store's database at `config.store_path` with the backup at
 /// `from`, whose content is only read (opened read-write all the same: a
 /// WAL left beside it, from a deletion a power cut undid, needs a writer
-/// to be read). Every connection to the store must be closed. A failure
-/// here is the machine's or crashsim's, never the store's.
-pub fn restore(config: &SystemConfig, from: &Path) -> Result<()> {
+/// to be read). Every connection to the store must be closed. A backup
+/// SQLite cannot read is `Unrestorable::Backup`, and the store is left as
+/// it was; anything else that fails is the machine's or crashsim's.
+pub fn restore(config: &SystemConfig, from: &Path) -> Result<(), Unrestorable> {
     let settings = &config.store_sqlite;
-    let step = |what: &'static str| move |error: rusqlite::Error| StoreError::Environment(format!("{what}: {error}"));
+    let step = |what: &'static str| {
+        move |error: rusqlite::Error| match backup_fault(&error) {
+            Some(fault) if what != "opening the store" => Unrestorable::Backup(fault),
+            _ => Unrestorable::Environment(StoreError::Environment(format!("{what}: {error}"))),
+        }
+    };
+    if !from.exists() {
+        return Err(Unrestorable::Backup("the backup's file is gone"));
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let source = match settings.vfs {
         Some(vfs) => rusqlite::Connection::open_with_flags_and_vfs(from, flags, vfs),
@@ -36,22 +67,22 @@ pub fn restore(config: &SystemConfig, from: &Path) -> Result<()> {
     // so no hot journal can roll the restore back after a cut.
     target
         .pragma_update(None, "synchronous", "EXTRA")
-        .map_err(step("setting synchronous"))?;
+        .map_err(step("opening the store"))?;
     {
         let copy = Backup::new(&source, &mut target).map_err(step("starting the copy"))?;
         match copy.step(-1).map_err(step("copying the pages"))? {
             StepResult::Done => {}
             other => {
-                return Err(StoreError::Broken(format!(
+                return Err(Unrestorable::Environment(StoreError::Broken(format!(
                     "restoring from a backup with every connection closed answered {other:?}"
-                )));
+                ))));
             }
         }
     }
     if settings.journal_mode == connection::JournalMode::Wal {
         target
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(step("checkpointing"))?;
+            .map_err(step("opening the store"))?;
     }
     Ok(())
 }
@@ -89,6 +120,11 @@ mod tests {
         }
         assert_eq!(rows(&config.store_path), ["after", "before"]);
         restore(&config, &backup).expect("restored");
+        let gone = dir.path().join("store.db.backup-2");
+        assert!(matches!(restore(&config, &gone), Err(Unrestorable::Backup(_))));
+        std::fs::write(&gone, b"not a database, not at all, and longer than a header").expect("written");
+        assert!(matches!(restore(&config, &gone), Err(Unrestorable::Backup(_))));
+        assert_eq!(rows(&config.store_path), ["before"], "left as it was");
         assert_eq!(rows(&config.store_path), ["before"]);
         assert_eq!(rows(&backup), ["before"], "the backup is unchanged");
         let wal = dir.path().join("store.db-wal");

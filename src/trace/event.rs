@@ -441,6 +441,14 @@ pub enum Op {
     RestoreSkipped {
         n: u32,
     },
+    /// The `n`-th restore could not read backup #`backup` (its file gone,
+    /// not a database, corrupt: I11 judges it): the actors start again on
+    /// the store as it was.
+    RestoreFailed {
+        n: u32,
+        backup: u32,
+        error: String,
+    },
     /// The `n`-th restore is done: of the events the store held just
     /// before it, `events` are gone (made after the backup): no finding.
     /// `None`: the store was unreadable before it (after a power cut).

@@ -233,6 +233,9 @@ pub fn describe(op: &Op) -> String {
             format!("== RESTORE #{n} from backup #{backup}: every actor stopped, the store's database replaced ==")
         }
         Op::RestoreSkipped { n } => format!("restore #{n} skipped: no backup completed in the fault phase"),
+        Op::RestoreFailed { n, backup, error } => {
+            format!("restore #{n} from backup #{backup} failed: {error}; the store is left as it was")
+        }
         Op::RolledBack {
             n,
             events: Some(events),

@@ -24,6 +24,7 @@ use super::state::{Event, Life, Phase};
 use super::{Simulator, backup};
 use crate::actors::ActorId;
 use crate::sim::power::Recovery;
+use crate::store::restore::Unrestorable;
 use crate::trace::Op;
 
 impl Simulator<'_> {
@@ -34,7 +35,11 @@ impl Simulator<'_> {
             return;
         };
         let ticks_fault = self.scenario.run.ticks_fault;
-        let first = backup.ticks(self.seed, ticks_fault).first().copied().unwrap_or(ticks_fault);
+        let first = backup
+            .ticks(self.seed, ticks_fault)
+            .first()
+            .copied()
+            .unwrap_or(ticks_fault);
         let mut ticks = restore.ticks(self.seed, first, ticks_fault);
         // No room left after the first backup: the rest come when the
         // faults stop, and are skipped, saying so.
@@ -94,10 +99,18 @@ impl Simulator<'_> {
         };
         self.system = None;
         let source = backup::path(&self.store_path, from);
-        if let Err(error) = crate::store::restore::restore(&self.config, &source) {
-            self.fatal = Some(Fatal::Environment(format!("restore #{n} from backup #{from}: {error}")));
-            return;
-        }
+        let restored = match crate::store::restore::restore(&self.config, &source) {
+            Ok(()) => true,
+            Err(Unrestorable::Backup(error)) => {
+                let error = error.to_string();
+                self.record(ActorId::SIM, Op::RestoreFailed { n, backup: from, error });
+                false
+            }
+            Err(Unrestorable::Environment(error)) => {
+                self.fatal = Some(Fatal::of(&format!("restore #{n} from backup #{from}"), &error));
+                return;
+            }
+        };
         let recovered = self.implementation.system(&self.config).and_then(|mut system| {
             let snapshot = system.dump();
             self.system = Some(system);
@@ -112,6 +125,13 @@ impl Simulator<'_> {
         };
         if let Some(power) = self.power.as_mut() {
             power.resume();
+        }
+        if !restored {
+            // The store is as it was: no reset for the checkers.
+            if let Some(system) = self.system.as_deref_mut() {
+                self.observer = system.open_observer().ok();
+            }
+            return;
         }
         let held: BTreeSet<(&str, u64, &str)> = snapshot
             .events

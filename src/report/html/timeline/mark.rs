@@ -168,6 +168,7 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         | Op::BackupKilled { .. }
         | Op::Restore { .. }
         | Op::RestoreSkipped { .. }
+        | Op::RestoreFailed { .. }
         | Op::RolledBack { .. } => Mark::Backup,
         Op::Busy { .. } => Mark::Busy,
         Op::Failed { .. } | Op::Died { .. } => Mark::Failed,
@@ -226,6 +227,7 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::BackupKilled { .. }
         | Op::Restore { .. }
         | Op::RestoreSkipped { .. }
+        | Op::RestoreFailed { .. }
         | Op::RolledBack { .. } => true,
         Op::Commit { appended } => !appended.is_empty(),
         Op::Lookup { found, .. } => !matches!(found, Lookup::New),
