@@ -244,6 +244,51 @@ fn an_enumerated_crash_state_replays_from_its_printed_command() {
     assert!(stdout(&again).contains("lost in the power cut"), "{}", stdout(&again));
 }
 
+/// `durability --backups`: one row per journal mode, level, method and
+/// cut; an online backup on WAL + FULL is whole, a copy of the main file
+/// alone lacks appends the WAL held, and that copy is whole in
+/// rollback-journal mode without a cut.
+#[test]
+fn the_backup_table_shows_a_main_file_copy_lacking_what_the_wal_held() {
+    let output = crashsim(&[
+        "durability",
+        "--backups",
+        "--cuts",
+        "6",
+        "--format",
+        "json",
+        "--no-report",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let rows: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 16);
+    let row = |journal: &str, level: &str, method: &str, cut: bool| {
+        rows.iter()
+            .find(|row| {
+                row["journal_mode"] == journal.to_lowercase().as_str()
+                    && row["synchronous"] == level.to_lowercase().as_str()
+                    && row["method"] == method
+                    && row["cut"] == cut
+            })
+            .unwrap_or_else(|| panic!("no row {journal} {level} {method} {cut}"))
+    };
+    for cut in [false, true] {
+        let online = row("WAL", "FULL", "online", cut);
+        assert_eq!(
+            (online["gone"].as_u64(), online["lacking"].as_u64()),
+            (Some(0), Some(0)),
+            "{online}"
+        );
+    }
+    assert!(row("WAL", "FULL", "main_file", false)["lacking"].as_u64() > Some(0));
+    assert_eq!(row("DELETE", "EXTRA", "main_file", false)["lacking"].as_u64(), Some(0));
+    let output = crashsim(&["durability", "--backups", "--sut", "python3 x.py", "--no-report"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+}
+
 #[test]
 fn the_durability_command_prints_one_row_per_setting() {
     let output = crashsim(&["durability", "--cuts", "10", "--format", "json", "--no-report"]);

@@ -25,6 +25,9 @@ use crate::scenario;
 pub fn durability(args: &DurabilityArgs) -> anyhow::Result<Exit> {
     // A scenario that is not there is bad input before any adapter starts.
     let loaded = args.exhaustive.as_deref().map(scenario::resolve).transpose()?;
+    if args.backups {
+        return super::durability_backups::backups(args);
+    }
     let choice = Choice::from_args(&args.sut, ModeArg::InProcess, args.mutant.as_deref())?;
     if let Choice::Outside(adapter) = &choice {
         measurable(adapter)?;

@@ -11,6 +11,7 @@ mod bench;
 pub mod ci;
 mod clean;
 mod durability;
+mod durability_backups;
 mod explore;
 mod list;
 mod merge;
@@ -373,6 +374,13 @@ pub struct DurabilityArgs {
     /// With --exhaustive: run this mutant instead of the scenario's `store`.
     #[arg(long)]
     pub mutant: Option<String>,
+    /// Measure backups instead: per journal mode, `synchronous` and backup
+    /// method (online, or a copy of the main file alone), how many backups
+    /// taken mid-workload were gone, inconsistent or lacked acknowledged
+    /// appends, without and with a power cut after them (--cuts: runs per
+    /// row, default 100; crashsim's reference store only).
+    #[arg(long, conflicts_with = "exhaustive")]
+    pub backups: bool,
     // --sut CMD: measure that store (the table's appends, or the
     // enumerated run) instead of crashsim's reference; its SQLite must
     // load crashsim's VFS extension.

@@ -60,7 +60,7 @@
 //! addition, from PROTOCOL.md §6: a backup of the main file alone) only
 //! where backups are taken (`scenarios/backups.toml`).
 
-mod backup;
+pub mod backup;
 mod engine;
 mod forward;
 mod hazards;
