@@ -312,3 +312,22 @@ fn the_durability_command_prints_one_row_per_setting() {
         }
     }
 }
+
+/// The human summary and `summary.md` count the power cuts (and every
+/// other fault besides kills), not only `summary.json`.
+#[test]
+fn the_summary_says_how_often_the_power_was_cut() {
+    let dir = work_dir();
+    let report = dir.path().join("reports");
+    let report = report.to_str().unwrap();
+    let output = crashsim(&["run", "power_loss", "--seeds", "6", "--report", report]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let line = stdout(&output)
+        .lines()
+        .find(|line| line.trim_start().starts_with("faults fired:"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no faults line: {}", stdout(&output)));
+    assert!(line.contains(" power cuts (in "), "{line}");
+    let markdown = std::fs::read_to_string(dir.path().join("reports/power_loss/summary.md")).unwrap();
+    assert!(markdown.contains("power cuts (in "), "{markdown}");
+}

@@ -83,6 +83,25 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// One line for people: the faults besides kills that fired, with how
+    /// often and in how many seeds ("faults fired: 11 power cuts (in 7
+    /// seeds), …"); `None` if none did.
+    pub fn faults_line(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .faults
+            .iter()
+            .filter(|(_, fault)| fault.fired > 0)
+            .map(|(kind, fault)| {
+                let seeds = match fault.seeds {
+                    1 => "1 seed".to_string(),
+                    seeds => format!("{seeds} seeds"),
+                };
+                format!("{} {} (in {seeds})", fault.fired, fault_words(kind))
+            })
+            .collect();
+        (!parts.is_empty()).then(|| format!("faults fired: {}", parts.join(", ")))
+    }
+
     /// The coverage of `results`, seeds of `scenario` whose kill counters
     /// add up to `kills`, run against a store that cannot reach `unreachable`.
     pub fn of(
@@ -321,6 +340,23 @@ fn a_chance(chance: f64) -> String {
         "a chance over 99%".to_string()
     } else {
         format!("a {} chance", percent(chance))
+    }
+}
+
+/// A fault kind (`check::coverage::FAULTS`) in words, counted.
+fn fault_words(kind: &str) -> &str {
+    match kind {
+        "drop" => "messages dropped",
+        "duplicate" => "messages duplicated",
+        "key_conflict" => "key-conflict probes",
+        "near_miss" => "near-miss probes",
+        "power_cut" => "power cuts",
+        "pause" => "pauses",
+        "receiver_retryable" => "retryable refusals",
+        "net_retryable" => "replies turned retryable",
+        "skew" => "skewed clocks",
+        "clock_step" => "clock steps",
+        other => other,
     }
 }
 

@@ -179,6 +179,9 @@ pub fn run(summary: &RunSummary) -> String {
             let missing: Vec<String> = scenario.missing_partitions.iter().map(ToString::to_string).collect();
             let _ = writeln!(text, "**Missing partitions:** {}.\n", missing.join(", "));
         }
+        if let Some(faults) = scenario.coverage.faults_line() {
+            let _ = writeln!(text, "{}.\n", cell(&upper_first(&faults)));
+        }
         if let Some(backups) = &scenario.coverage.backups {
             let _ = writeln!(text, "{}.\n", cell(&upper_first(&backups.describe())));
         }

@@ -137,6 +137,9 @@ pub(super) fn print(
         return;
     }
     outln!("  {}", summary.verdicts());
+    if let Some(faults) = summary.coverage.faults_line() {
+        outln!("  {faults}");
+    }
     if let Some(backups) = &summary.coverage.backups {
         outln!("  {}", backups.describe());
     }
