@@ -70,7 +70,15 @@ pub const PYTHON: [(&str, &str); 17] = [
 
 pub fn sdk(args: &SdkArgs) -> anyhow::Result<Exit> {
     let Language::Python = args.language;
-    write_all(&args.out, &PYTHON, args.force)?;
+    let readme = vendored_readme(PYTHON_README);
+    let files: Vec<(&str, &str)> = PYTHON
+        .iter()
+        .map(|&(path, text)| match path {
+            "README.md" => (path, readme.as_str()),
+            _ => (path, text),
+        })
+        .collect();
+    write_all(&args.out, &files, args.force)?;
     eprintln!(
         "note: the Python adapter SDK (crashsim-adapter {}, protocol {}) written to {dir}\n\
          install it with `python3 -m pip install {dir}`, or put {dir} on PYTHONPATH;\n\
@@ -80,6 +88,55 @@ pub fn sdk(args: &SdkArgs) -> anyhow::Result<Exit> {
         dir = crate::adapter::shell_word(&args.out.to_string_lossy()),
     );
     Ok(Exit::Pass)
+}
+
+/// The repository's `adapters/python/README.md`.
+const PYTHON_README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/adapters/python/README.md"));
+
+/// The SDK's README as the vendored folder needs it: its file table lists
+/// only what the folder holds (the example under `examples/`), the
+/// example's commands name it there, and a note says that the paths left
+/// (`docs/`, the tests, `.ci/`) are crashsim's repository's.
+fn vendored_readme(source: &str) -> String {
+    let mut text = String::new();
+    let mut noted = false;
+    // Inside the file table: from its header to the first line not a row.
+    let mut files = false;
+    for line in source.lines() {
+        files = (files && line.starts_with('|')) || line == "| file | what |";
+        if let Some(rest) = line.strip_prefix("| `").filter(|_| files) {
+            let name = rest.split('`').next().unwrap_or_default();
+            let vendored = PYTHON
+                .iter()
+                .map(|(path, _)| *path)
+                .find(|path| *path == name || path.strip_prefix("examples/") == Some(name))
+                .or_else(|| (name == "crashsim_adapter/").then_some(name));
+            match vendored {
+                Some(path) => text.push_str(&line.replacen(&format!("`{name}`"), &format!("`{path}`"), 1)),
+                None => continue,
+            }
+            text.push('\n');
+            continue;
+        }
+        if files && line == "|---|---|" {
+            text.push_str(line);
+            text.push_str("\n| `pyproject.toml`, `sdk_build.py` | the package (standard-library build backend): `python3 -m pip install .` |\n");
+            continue;
+        }
+        text.push_str(&line.replace("adapters/python/example_store.py", "examples/example_store.py"));
+        text.push('\n');
+        if !noted && line.starts_with("# ") {
+            noted = true;
+            text.push_str(&format!(
+                "\n> Written by `crashsim sdk python` (crashsim {}, adapter protocol {}): the SDK and its example \
+                 store, from crashsim's repository (`adapters/python/`). Paths below under `docs/`, \
+                 `adapters/python/`, `tests/` or `.ci/` are in that repository, not in this folder.\n",
+                env!("CARGO_PKG_VERSION"),
+                crate::adapter::protocol::VERSION
+            ));
+        }
+    }
+    text
 }
 
 /// Writes `files` under `out`; without `force`, refuses (before writing any)
@@ -130,6 +187,31 @@ mod tests {
             .filter(|path| path.starts_with("crashsim_adapter/"))
             .collect();
         assert_eq!(written, modules);
+    }
+
+    /// The vendored README's file table names only files the folder has.
+    #[test]
+    fn the_vendored_readme_lists_what_the_folder_holds() {
+        let readme = vendored_readme(PYTHON_README);
+        let listed: Vec<&str> = readme
+            .lines()
+            .skip_while(|line| *line != "| file | what |")
+            .take_while(|line| line.starts_with('|'))
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split('`').next())
+            .collect();
+        assert!(listed.contains(&"examples/example_store.py"), "{listed:?}");
+        for name in listed {
+            let held = PYTHON.iter().any(|(path, _)| *path == name || path.starts_with(name));
+            assert!(held, "{name} is listed but not written");
+        }
+        assert!(!readme.contains("python3 adapters/python/example_store.py"), "{readme}");
+        assert!(readme.contains("Written by `crashsim sdk python`"));
+        // The rest of the README is all there: the table of `--bug`s too.
+        assert!(readme.contains("| `dict_dedup` |"), "{readme}");
+        // The note (a blank line and itself) in, the rows of three files the
+        // folder lacks out, the package's row in.
+        assert_eq!(readme.lines().count(), PYTHON_README.lines().count() + 2 - 3 + 1);
     }
 
     #[test]
