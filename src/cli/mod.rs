@@ -186,8 +186,8 @@ pub struct RunArgs {
     #[arg(long, requires = "regressions")]
     pub allow_empty: bool,
     /// Skip, with a line saying why, each scenario the store cannot run (one
-    /// with [leases] or [retries] when the adapter does not declare that
-    /// capability) instead of stopping the run with exit code 2. A run
+    /// with [leases], [retries] or [backup] when the adapter does not declare
+    /// that capability) instead of stopping the run with exit code 2. A run
     /// that skips every scenario is still an error.
     #[arg(long)]
     pub skip_unsupported: bool,
