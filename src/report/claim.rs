@@ -6,10 +6,16 @@
 //! two runs writing one folder at once (one run's summary beside the other's
 //! seeds). So a run claims each scenario's folder before its first seed: an
 //! exclusive `flock` on `<folder>/.lock` (the kernel drops it when the run
-//! ends, however it ends), then the previous run's seed folders go.
+//! ends, however it ends), then the previous run's seed folders go. The
+//! run removes `.lock` as it ends, while it still holds it, so no empty file
+//! is left among the reports; a run killed outright leaves one, unlocked,
+//! which the next run takes. A claim checks that the file it locked is
+//! still the one at the path (another run may have removed it between the
+//! open and the lock), and tries again if not.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// A claimed folder; the claim ends when this is dropped.
@@ -17,6 +23,13 @@ use std::path::{Path, PathBuf};
 pub struct Claim {
     _lock: File,
     pub dir: PathBuf,
+}
+
+impl Drop for Claim {
+    /// Removes `.lock` while still holding it (the file closes after this).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.dir.join(".lock"));
+    }
 }
 
 /// Why a folder could not be claimed.
@@ -41,15 +54,32 @@ pub fn claim(root: &Path, scenario: &str) -> Result<Claim, ClaimError> {
         error,
     };
     std::fs::create_dir_all(&dir).map_err(io)?;
-    let lock = File::create(dir.join(".lock")).map_err(io)?;
-    // SAFETY: flock on a descriptor this function owns.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(match error.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => ClaimError::Busy(dir),
-            _ => io(error),
-        });
-    }
+    let path = dir.join(".lock");
+    let mut attempts = 0;
+    let lock = loop {
+        let lock = File::create(&path).map_err(io)?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let error = std::io::Error::last_os_error();
+            return Err(match error.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => ClaimError::Busy(dir),
+                _ => io(error),
+            });
+        }
+        // The run that held it may have removed the file in between: then
+        // this lock is on a file no one else can find, so take the new one.
+        let same = match (std::fs::metadata(&path), lock.metadata()) {
+            (Ok(at_path), Ok(held)) => at_path.dev() == held.dev() && at_path.ino() == held.ino(),
+            _ => false,
+        };
+        attempts += 1;
+        if same {
+            break lock;
+        }
+        if attempts >= 8 {
+            return Err(ClaimError::Busy(dir));
+        }
+    };
     for entry in std::fs::read_dir(&dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let seed_folder = entry
@@ -82,6 +112,10 @@ mod tests {
         assert!(second.to_string().contains("--report"), "{second}");
         assert!(claim(root.path(), "swarm").is_ok(), "another scenario's folder is free");
         drop(first);
+        assert!(
+            !root.path().join("smoke/.lock").exists(),
+            "no lock file outlives its run"
+        );
         assert!(claim(root.path(), "smoke").is_ok());
     }
 }
