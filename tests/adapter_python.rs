@@ -561,3 +561,41 @@ fn a_replay_names_the_outside_store_in_its_banner() {
     let banner = stdout(&output).lines().next().unwrap_or_default().to_string();
     assert!(banner.contains("store=example_store (outside store)"), "{banner}");
 }
+
+/// The run's header and its summaries name the SQLite the store runs on
+/// (the one its VFS extension read, Python's `sqlite3` library) beside
+/// crashsim's bundled one.
+#[test]
+fn the_header_and_summary_name_the_stores_sqlite_beside_crashsims() {
+    let Some(command) = example("") else { return };
+    let Some(python) = python() else { return };
+    let version = std::process::Command::new(&python)
+        .args(["-S", "-c", "import sqlite3; print(sqlite3.sqlite_version)"])
+        .output()
+        .expect("python runs");
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    let dir = work_dir();
+    let report = dir.path().join("reports");
+    let output = crashsim(&[
+        "run",
+        "smoke",
+        "--seeds",
+        "1",
+        "--sut",
+        &command,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let header = stdout(&output).lines().next().unwrap_or_default().to_string();
+    assert!(header.contains(&format!("the store's SQLite {version}")), "{header}");
+    let folder = std::fs::read_dir(&report).unwrap().next().unwrap().unwrap().path();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["store_sqlite_version"], version.as_str(), "{summary}");
+    let markdown = std::fs::read_to_string(folder.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains(&format!("the store's: SQLite {version}")),
+        "{markdown}"
+    );
+}

@@ -191,6 +191,13 @@ impl Adapter {
     }
 
     /// What the probe learnt of the VFS extension.
+    /// The version of the SQLite the store runs on: what crashsim's VFS
+    /// extension read from it, or else what its hello said; `None` if
+    /// neither says.
+    pub fn store_sqlite_version(&self) -> Option<String> {
+        self.vfs.version_text().or_else(|| self.identity.sqlite_version.clone())
+    }
+
     pub fn vfs(&self) -> &VfsProbe {
         &self.vfs
     }

@@ -145,6 +145,12 @@ pub struct Identity {
     /// so a capsule can tell when the store changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// Optional: the version of the SQLite library the store runs on
+    /// (`sqlite3.sqlite_version` in Python), named beside crashsim's own in
+    /// reports and capsules. Where crashsim's VFS extension loaded into it,
+    /// the version the extension read wins over this word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite_version: Option<String>,
 }
 
 impl Identity {

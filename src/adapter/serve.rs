@@ -188,6 +188,7 @@ impl Server<'_> {
                     .map(|(_, capability)| capability.to_string())
                     .collect(),
                     sources: Vec::new(),
+                    sqlite_version: Some(crate::platform::sqlite_version().to_string()),
                 };
                 Ok(serde_json::to_value(identity).expect("identities serialise"))
             }

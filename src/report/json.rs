@@ -441,6 +441,9 @@ pub struct SutSummary {
     /// file its hello lists as `sources`.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// The SQLite it runs on, where known (`Adapter::store_sqlite_version`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sqlite_version: Option<String>,
 }
 
 impl SutSummary {
@@ -465,6 +468,7 @@ impl SutSummary {
             version: identity.version.clone(),
             roles: identity.roles,
             files: adapter.files().clone(),
+            sqlite_version: adapter.store_sqlite_version(),
         }
     }
 }
@@ -495,6 +499,10 @@ pub struct RunSummary {
     pub filesystem: String,
     pub git_commit: String,
     pub sqlite_version: String,
+    /// The SQLite an outside store runs on, where known (`sqlite_version`
+    /// is crashsim's own, bundled).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub store_sqlite_version: Option<String>,
     /// The summaries a merge read (`crashsim report merge`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub merged_from: Vec<String>,
@@ -547,6 +555,7 @@ impl RunSummary {
             filesystem: filesystem.to_string(),
             git_commit: crate::platform::git_commit().to_string(),
             sqlite_version: crate::platform::sqlite_version().to_string(),
+            store_sqlite_version: None,
             merged_from: Vec::new(),
             scenarios: scenarios.to_vec(),
         }

@@ -57,9 +57,14 @@ fn kill_rows(summary: &ScenarioSummary) -> String {
 
 pub fn run(summary: &RunSummary) -> String {
     let mut text = String::from("# crashsim run\n\n");
+    let store_sqlite = summary
+        .store_sqlite_version
+        .as_ref()
+        .map(|version| format!(" (crashsim's; the store's: SQLite {version})"))
+        .unwrap_or_default();
     let _ = writeln!(
         text,
-        "crashsim `{}`, SQLite {}, {} job(s), databases on {} (`{}`).\n",
+        "crashsim `{}`, SQLite {}{store_sqlite}, {} job(s), databases on {} (`{}`).\n",
         summary.git_commit, summary.sqlite_version, summary.jobs, summary.filesystem, summary.work_dir
     );
     if let Some(signal) = &summary.interrupted {

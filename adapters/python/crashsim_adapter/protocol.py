@@ -5,6 +5,7 @@ private channel. The canonical dump is `dump.py`, the rows' shapes `rows.py`.
 
 import json
 import os
+import sqlite3
 import sys
 
 from . import dump, forkserver, vfs
@@ -376,6 +377,7 @@ class _Server:
             "version": self.version,
             "roles": dict(self.roles),
         }
+        identity["sqlite_version"] = sqlite3.sqlite_version
         if self.capabilities:
             identity["capabilities"] = list(self.capabilities)
         sources = source_files()

@@ -66,6 +66,7 @@ class HandshakeTest(ExampleCase):
                 "version": "1.0",
                 "roles": {"store": "step", "receiver": "step"},
                 "capabilities": ["leases", "retries", "backup", "fork"],
+                "sqlite_version": sqlite3.sqlite_version,
             },
         )
         call = self.spawn("--granularity", "call")

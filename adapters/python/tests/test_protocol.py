@@ -3,6 +3,7 @@ handshake, granularity, error kinds, the private channel, composition."""
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ class HandshakeTest(AdapterCase):
                 "version": "3",
                 "roles": {"store": "step", "receiver": "step"},
                 "capabilities": ["fork"],
+                "sqlite_version": sqlite3.sqlite_version,
             },
         )
 

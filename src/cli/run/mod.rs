@@ -107,10 +107,13 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
     let human = args.format == Format::Human;
     if human {
         outln!(
-            "crashsim {} ({}), SQLite {}",
+            "crashsim {} ({}), SQLite {}{}",
             env!("CARGO_PKG_VERSION"),
             platform::short_commit(platform::git_commit()),
-            platform::sqlite_version()
+            platform::sqlite_version(),
+            store_sqlite_version(&choice)
+                .map(|version| format!(" (crashsim's); the store's SQLite {version}"))
+                .unwrap_or_default()
         );
         outln!(
             "seeds {} on {jobs} job(s); databases in {} ({filesystem}); store: {}{}",
@@ -153,7 +156,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         let summary = run_scenario(args, loaded, &run, &options, &choice, &work)?;
         exit = exit.worst(exit_of(&summary)).worst(gate(args, loaded, &summary, human));
         if let Some(root) = args.reports.root() {
-            let own = RunSummary::new(
+            let mut own = RunSummary::new(
                 std::slice::from_ref(&summary),
                 started.elapsed().as_secs_f64(),
                 jobs,
@@ -161,6 +164,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
                 &work_dir,
                 &filesystem,
             );
+            own.store_sqlite_version = store_sqlite_version(&choice);
             let dir = report::write_summary(root, &loaded.label(), &own)
                 .with_context(|| format!("writing the summary under {}", root.display()))?;
             if human {
@@ -183,7 +187,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
             crate::interrupt::requested().map_or(2, |signal| signal.number()),
         ));
     }
-    let total = RunSummary::new(
+    let mut total = RunSummary::new(
         &summaries,
         started.elapsed().as_secs_f64(),
         jobs,
@@ -191,6 +195,7 @@ fn run_scenarios(args: &RunArgs) -> anyhow::Result<Exit> {
         &work_dir,
         &filesystem,
     );
+    total.store_sqlite_version = store_sqlite_version(&choice);
     if human {
         if scenarios.len() > 1 {
             outln!(
@@ -479,6 +484,14 @@ fn describe_store(choice: &Choice, scenarios: &[Loaded]) -> String {
             "in-process, but one `crashsim serve` process per connection where [preempt] suspends calls".to_string()
         }
         choice => choice.describe(),
+    }
+}
+
+/// The SQLite an outside store runs on, where it is known.
+fn store_sqlite_version(choice: &Choice) -> Option<String> {
+    match choice {
+        Choice::Outside(adapter) => adapter.store_sqlite_version(),
+        _ => None,
     }
 }
 
