@@ -222,8 +222,21 @@ fn an_empty_or_missing_regression_corpus_is_visible() {
     );
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let output = crashsim(&["run", "--regressions", empty.to_str().unwrap()]);
+    let reports = dir.path().join("reports");
+    let output = crashsim(&[
+        "run",
+        "--regressions",
+        empty.to_str().unwrap(),
+        "--report",
+        reports.to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The CI system shows it too: one skipped case that says so.
+    let junit = std::fs::read_to_string(reports.join("regressions/junit.xml")).unwrap();
+    assert!(
+        junit.contains("<skipped") && junit.contains("holds no capsule: nothing was replayed"),
+        "{junit}"
+    );
     assert!(
         stderr(&output).contains("holds no capsule") && stdout(&output).contains("0 capsule(s)"),
         "{}{}",

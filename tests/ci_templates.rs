@@ -213,7 +213,7 @@ impl UserRepository {
         let path = format!("{}:{}", self.dir.join(".venv/bin").display(), self.path);
         let output = Command::new(env!("CARGO_BIN_EXE_crashsim"))
             .args(["replay", "smoke", "--seed", "3", "--sut", adapter, "--save-capsule"])
-            .arg("crashsim-regressions/smoke-3.toml")
+            .arg("scenarios/regressions/smoke-3.toml")
             .current_dir(&self.dir)
             .env("PATH", path)
             .output()

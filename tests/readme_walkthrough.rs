@@ -135,7 +135,7 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
             "the walkthrough no longer runs `{step}`"
         );
     }
-    let capsule = repo.dir.join(format!("crashsim-regressions/smoke-{seed}.toml"));
+    let capsule = repo.dir.join(format!("scenarios/regressions/smoke-{seed}.toml"));
     assert!(capsule.is_file(), "the shrink wrote the capsule into the corpus");
     assert!(repo.dir.join(".github/workflows/crashsim.yml").is_file());
     assert!(repo.dir.join(".gitlab-ci.yml").is_file());
@@ -143,10 +143,10 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
     // Step 7: the bug fixed, the passing run pinned in its place; the
     // corpus then replays green against the fixed store.
     let pin = format!(
-        "crashsim replay smoke --sut \"python3 my_adapter.py\" --seed {seed} --quiet --save-capsule crashsim-regressions/smoke-{seed}.toml"
+        "crashsim replay smoke --sut \"python3 my_adapter.py\" --seed {seed} --quiet --save-capsule scenarios/regressions/smoke-{seed}.toml"
     );
     expect(&repo.sh(&pin, None), 0, &pin);
-    let corpus = "crashsim run --regressions crashsim-regressions";
+    let corpus = "crashsim run --regressions";
     expect(&repo.sh(corpus, None), 0, corpus);
     // And the pinned capsule is a gate: the bug back, it goes red.
     expect(&repo.sh(corpus, bug), 1, corpus);

@@ -122,7 +122,7 @@ pub fn ci(command: &CiCommand) -> anyhow::Result<Exit> {
     )?;
     atomic::write(&out, text.as_bytes()).with_context(|| format!("writing {}", out.display()))?;
     eprintln!(
-        "note: {} written; it runs `{}` on the built-in scenarios, and your corpus in crashsim-regressions/",
+        "note: {} written; it runs `{}` on the built-in scenarios, and your corpus in scenarios/regressions/",
         out.display(),
         args.sut
     );

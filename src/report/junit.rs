@@ -182,6 +182,16 @@ pub struct Regression {
 pub fn regressions(corpus: &str, capsules: &[Regression]) -> String {
     let mut report = Report::new("crashsim regressions");
     let mut suite = TestSuite::new(corpus);
+    // A gate that replayed nothing says so where CI shows it, never silently.
+    if capsules.is_empty() {
+        let mut status = TestCaseStatus::skipped();
+        status.set_message(format!(
+            "the regression corpus {corpus} holds no capsule: nothing was replayed"
+        ));
+        let mut case = TestCase::new("no capsule", status);
+        case.set_classname(corpus);
+        suite.add_test_case(case);
+    }
     for capsule in capsules {
         let status = match &capsule.mismatch {
             None => TestCaseStatus::success(),
