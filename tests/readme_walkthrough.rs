@@ -142,10 +142,26 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
 
     // Step 7: the bug fixed, the passing run pinned in its place; the
     // corpus then replays green against the fixed store.
+    // The fix is an edit of the store's own file (the bug itself is
+    // switched by the environment here): the capsule's hashes see it.
+    let adapter = repo.dir.join("my_adapter.py");
+    let mut text = std::fs::read_to_string(&adapter).expect("my_adapter.py");
+    text.push_str("\n# fixed: keys compared exactly\n");
+    std::fs::write(&adapter, text).expect("the fix");
     let pin = format!(
-        "crashsim replay smoke --sut \"python3 my_adapter.py\" --seed {seed} --quiet --save-capsule scenarios/regressions/smoke-{seed}.toml"
+        "crashsim replay --capsule scenarios/regressions/smoke-{seed}.toml --quiet --save-capsule scenarios/regressions/smoke-{seed}.toml"
     );
-    expect(&repo.sh(&pin, None), 0, &pin);
+    let pinned = repo.sh(&pin, None);
+    expect(&pinned, 0, &pin);
+    let said = String::from_utf8_lossy(&pinned.stderr);
+    assert!(
+        said.contains("my_adapter.py changed since the capsule was made")
+            && said.contains("the capsule saved pins this run")
+            && !said.contains("non-determinism"),
+        "re-pinning after a fix says why the trace differs: {said}"
+    );
+    let repinned = std::fs::read_to_string(&capsule).expect("the capsule");
+    assert!(repinned.contains("verdict = \"pass\""), "{repinned}");
     let corpus = "crashsim run --regressions";
     expect(&repo.sh(corpus, None), 0, corpus);
     // And the pinned capsule is a gate: the bug back, it goes red.

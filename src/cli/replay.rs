@@ -138,12 +138,38 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Exit> {
         eprintln!("note: capsule written to {}", path.display());
     }
     let mut exit = if result.ok { Exit::Pass } else { Exit::Violation };
+    // The store's files changed since the capsule was made (a fix, say):
+    // another trace is what a changed store gives, not non-determinism.
+    let store_changed = match (&capsule, &choice) {
+        (Some(capsule), Choice::Outside(adapter)) => capsule
+            .sut
+            .as_ref()
+            .is_some_and(|sut| !sut.changed_files(adapter.files()).is_empty()),
+        _ => false,
+    };
     if let Some(capsule) = &capsule {
         match capsule.judge(&result) {
             Ok(()) => eprintln!("note: the capsule's recorded verdict is reproduced"),
+            // Re-pinning (`--save-capsule`): the new verdict is the point.
+            Err(why) if args.save_capsule.is_some() => {
+                eprintln!(
+                    "note: the capsule's recorded verdict is not reproduced ({why}); the capsule saved pins this run"
+                )
+            }
             Err(why) => eprintln!("warning: the capsule's recorded verdict is not reproduced: {why}"),
         }
-        if capsule.same_build() && capsule.trace_hash != result.trace_hash {
+        if capsule.same_build() && capsule.trace_hash != result.trace_hash && store_changed {
+            eprintln!(
+                "note: trace hash {} instead of the capsule's {}: the store's files changed since the capsule was \
+                 made, so its trace may differ{}",
+                result.trace_hash,
+                capsule.trace_hash,
+                match &args.save_capsule {
+                    Some(_) => "; the capsule saved pins this run",
+                    None => "; pin this run with --save-capsule",
+                }
+            );
+        } else if capsule.same_build() && capsule.trace_hash != result.trace_hash {
             eprintln!(
                 "error: non-determinism: same build ({}), but trace hash {} instead of the capsule's {}",
                 capsule.git_commit, result.trace_hash, capsule.trace_hash
