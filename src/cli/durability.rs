@@ -5,7 +5,6 @@
 //! exit code 2).
 
 use std::io::Write;
-use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
@@ -68,34 +67,18 @@ fn table(args: &DurabilityArgs, choice: &Choice, work_dir: &std::path::Path) -> 
     let configs = table::default_configs();
     let jobs = args
         .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-        .clamp(1, configs.len());
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     #[expect(
         clippy::disallowed_methods,
         reason = "wall time reports speed; it never steers a run"
     )]
     let started = std::time::Instant::now();
-    let rows: Mutex<Vec<Option<Result<Row, TableError>>>> = Mutex::new((0..configs.len()).map(|_| None).collect());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(config) = configs.get(index) else { break };
-                    let row = table::measure_on(config, target, cuts, args.seed, work_dir);
-                    rows.lock().expect("no panics while locked")[index] = Some(row);
-                }
-            });
-        }
-    });
-    let rows: Vec<Row> = rows
-        .into_inner()
-        .expect("no panics while locked")
-        .into_iter()
-        .map(|row| row.expect("every row ran"))
-        .collect::<Result<_, TableError>>()
-        .context("running the durability workload")?;
+    let rows: Vec<Row> = super::parallel::each(&configs, jobs, |config| {
+        table::measure_on(config, target, cuts, args.seed, work_dir)
+    })
+    .into_iter()
+    .collect::<Result<_, TableError>>()
+    .context("running the durability workload")?;
     let seconds = started.elapsed().as_secs_f64();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -2,7 +2,6 @@
 //! printed, and written under the report folder as JSON and Markdown.
 
 use std::io::Write;
-use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
@@ -28,31 +27,13 @@ pub fn backups(args: &DurabilityArgs) -> anyhow::Result<Exit> {
     let specs = backups::default_rows();
     let jobs = args
         .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-        .clamp(1, specs.len());
-    let rows: Mutex<Vec<Option<Result<BackupRow, TableError>>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((config, method, cut)) = specs.get(index) else {
-                        break;
-                    };
-                    let row = backups::measure(config, *method, *cut, runs, args.seed, &work_dir);
-                    rows.lock().expect("no panics while locked")[index] = Some(row);
-                }
-            });
-        }
-    });
-    let rows: Vec<BackupRow> = rows
-        .into_inner()
-        .expect("no panics while locked")
-        .into_iter()
-        .map(|row| row.expect("every row ran"))
-        .collect::<Result<_, TableError>>()
-        .context("running the backup workload")?;
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let rows: Vec<BackupRow> = super::parallel::each(&specs, jobs, |(config, method, cut)| {
+        backups::measure(config, *method, *cut, runs, args.seed, &work_dir)
+    })
+    .into_iter()
+    .collect::<Result<_, TableError>>()
+    .context("running the backup workload")?;
     let text = render(&rows);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -17,6 +17,7 @@ mod list;
 mod merge;
 mod mutants;
 mod output;
+mod parallel;
 mod regressions;
 mod replay;
 mod run;

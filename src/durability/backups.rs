@@ -7,8 +7,8 @@
 //! backup (mistake 16).
 //!
 //! Each run appends `APPENDS` events to one workflow on crashsim's
-//! reference store through the crash VFS (a checkpoint every ten in WAL
-//! mode, as the durability table's workload), takes one backup after an
+//! reference store through the crash VFS (the durability table's
+//! workload, `workload::appends`), takes one backup after an
 //! append drawn from the seed, goes on appending, and, in the rows with a
 //! cut, loses the power at a persistence point drawn after the backup
 //! completed. The backup's file is then read with the plain VFS.
@@ -21,8 +21,7 @@ use serde::Serialize;
 use super::table::TableError;
 use super::workload::{self, APPENDS, Config};
 use crate::prng::Prng;
-use crate::store::reference::ReferenceStore;
-use crate::store::{JournalMode, Store, Synchronous, SystemConfig};
+use crate::store::{JournalMode, Synchronous, SystemConfig};
 use crate::vfs::crash::{CrashVfs, Model};
 
 /// How the backup is taken.
@@ -135,30 +134,14 @@ fn once(
         vfs.arm(point);
     }
     let (mut before, mut at_backup) = (None, 0);
-    let mut run = || -> crate::store::Result<()> {
-        ReferenceStore::create_schema(&path, &system.store_sqlite)?;
-        let mut store = ReferenceStore::open(&path, &system.store_sqlite)?;
-        let command = workload::command();
-        for index in 0..APPENDS {
-            store.append_with_commands(
-                "w",
-                index as u64,
-                "event",
-                r#"{"i":"x"}"#,
-                std::slice::from_ref(&command),
-            )?;
-            if config.journal_mode == JournalMode::Wal && (index + 1) % 10 == 0 {
-                store.conn().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
-            }
-            if index + 1 == after {
-                method.take(&system, &dest)?;
-                before = Some(after as u64);
-                at_backup = vfs.points();
-            }
+    let ran = workload::appends(&path, &system.store_sqlite, |acked| {
+        if acked == after {
+            method.take(&system, &dest)?;
+            before = Some(after as u64);
+            at_backup = vfs.points();
         }
         Ok(())
-    };
-    let ran = run();
+    });
     let (points, power_out) = (vfs.points(), vfs.is_cut());
     let restored = match power_out {
         true => vfs
@@ -167,7 +150,7 @@ fn once(
         false => Ok(()),
     };
     vfs.retire();
-    if let Err(error) = ran
+    if let Err((_, error)) = ran
         && !power_out
     {
         return Err(TableError::Store(format!("failed with the power on: {error}")));

@@ -53,10 +53,27 @@ pub(super) fn command() -> Command {
 /// The workload's appends on the reference store, in this process.
 pub(super) fn in_process(path: &Path, config: &Config, vfs: &CrashVfs, acked: &mut u64) -> Result<(), Halt> {
     let settings = settings(config, vfs.name());
+    appends(path, &settings, |_| Ok(()))
+        .map(|done| *acked = done)
+        .map_err(|(done, error)| {
+            *acked = done;
+            Halt::Failed(error.to_string())
+        })
+}
+
+/// The appends themselves, on `path` with `settings`: a checkpoint every
+/// ten in WAL mode, and `after(n)` once the n-th is acknowledged. Returns
+/// how many were acknowledged, also when one failed.
+pub(super) fn appends(
+    path: &Path,
+    settings: &SqliteSettings,
+    mut after: impl FnMut(usize) -> crate::store::Result<()>,
+) -> Result<u64, (u64, crate::store::StoreError)> {
     let command = command();
+    let mut acked = 0u64;
     let mut run = || -> crate::store::Result<()> {
-        ReferenceStore::create_schema(path, &settings)?;
-        let mut store = ReferenceStore::open(path, &settings)?;
+        ReferenceStore::create_schema(path, settings)?;
+        let mut store = ReferenceStore::open(path, settings)?;
         for index in 0..APPENDS {
             store.append_with_commands(
                 "w",
@@ -65,12 +82,16 @@ pub(super) fn in_process(path: &Path, config: &Config, vfs: &CrashVfs, acked: &m
                 r#"{"i":"x"}"#,
                 std::slice::from_ref(&command),
             )?;
-            *acked += 1;
-            if config.journal_mode == JournalMode::Wal && (index + 1) % 10 == 0 {
+            acked += 1;
+            if settings.journal_mode == JournalMode::Wal && (index + 1) % 10 == 0 {
                 store.conn().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
             }
+            after(index + 1)?;
         }
         Ok(())
     };
-    run().map_err(|error| Halt::Failed(error.to_string()))
+    match run() {
+        Ok(()) => Ok(acked),
+        Err(error) => Err((acked, error)),
+    }
 }

@@ -208,23 +208,9 @@ impl Simulator<'_> {
         // Recovery is what the implementation finds when it starts again:
         // its own set-up, then its own dump (through the run's VFS), the one
         // path every checker reads.
-        let recovered = self.implementation.system(&self.config).and_then(|mut system| {
-            let snapshot = system.dump();
-            self.system = Some(system);
-            snapshot
-        });
-        let snapshot = match recovered {
+        let snapshot = match self.start_again() {
             Ok(snapshot) => {
-                self.record(
-                    ActorId::SIM,
-                    Op::Recovered {
-                        events: snapshot.events.len(),
-                        outbox: snapshot.outbox.len(),
-                        effects: snapshot.effects.len(),
-                        store_integrity: snapshot.store_integrity.clone(),
-                        receiver_integrity: snapshot.receiver_integrity.clone(),
-                    },
-                );
+                self.record_recovered(&snapshot);
                 snapshot
             }
             Err(error) if error.is_corruption() => {
@@ -260,5 +246,30 @@ impl Simulator<'_> {
         if let Some(system) = self.system.as_deref_mut() {
             self.observer = system.open_observer().ok();
         }
+    }
+
+    /// The implementation's own set-up on the files as they are now, then
+    /// its own dump (through the run's VFS): what it finds when it starts
+    /// again after a cut or a restore. The new system is the run's.
+    pub(super) fn start_again(&mut self) -> Result<Snapshot, StoreError> {
+        self.implementation.system(&self.config).and_then(|mut system| {
+            let snapshot = system.dump();
+            self.system = Some(system);
+            snapshot
+        })
+    }
+
+    /// Records what the store and the receivers hold after a recovery.
+    pub(super) fn record_recovered(&mut self, snapshot: &Snapshot) {
+        self.record(
+            ActorId::SIM,
+            Op::Recovered {
+                events: snapshot.events.len(),
+                outbox: snapshot.outbox.len(),
+                effects: snapshot.effects.len(),
+                store_integrity: snapshot.store_integrity.clone(),
+                receiver_integrity: snapshot.receiver_integrity.clone(),
+            },
+        );
     }
 }

@@ -111,12 +111,7 @@ impl Simulator<'_> {
                 return;
             }
         };
-        let recovered = self.implementation.system(&self.config).and_then(|mut system| {
-            let snapshot = system.dump();
-            self.system = Some(system);
-            snapshot
-        });
-        let snapshot = match recovered {
+        let snapshot = match self.start_again() {
             Ok(snapshot) => snapshot,
             Err(error) => {
                 self.fatal = Some(Fatal::of(&format!("starting again after restore #{n}"), &error));
@@ -147,16 +142,7 @@ impl Simulator<'_> {
             u64::try_from(gone).unwrap_or(u64::MAX)
         });
         self.record(ActorId::SIM, Op::RolledBack { n, events: rolled_back });
-        self.record(
-            ActorId::SIM,
-            Op::Recovered {
-                events: snapshot.events.len(),
-                outbox: snapshot.outbox.len(),
-                effects: snapshot.effects.len(),
-                store_integrity: snapshot.store_integrity.clone(),
-                receiver_integrity: snapshot.receiver_integrity.clone(),
-            },
-        );
+        self.record_recovered(&snapshot);
         self.restores.push(Recovery {
             tick: self.now,
             point: 0,
