@@ -2,6 +2,8 @@
 its handshake, the store's append and reads, leases, retry timers, the
 receiver, and the dump the SDK completes."""
 
+import sqlite3
+
 from sqlalchemy_store.tests.common import ExampleCase
 from tests.driver import append_two, command, request
 
@@ -24,6 +26,7 @@ class HandshakeTest(ExampleCase):
                 "version": "1.0",
                 "roles": {"store": "call", "receiver": "call"},
                 "capabilities": ["leases", "retries", "fork"],
+                "sqlite_version": sqlite3.sqlite_version,
             },
         )
         bugged = self.spawn("--bug", "retry_next_seq,autocommit_engine")
