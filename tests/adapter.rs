@@ -252,6 +252,18 @@ fn a_handshake_of_another_kind_is_bad_input() {
     let output = run_with_sut(&rogue("no_roles"));
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("serves no role"), "{}", stderr(&output));
+
+    // An SDK of another crashsim (a stale vendored copy, a second install).
+    let output = run_with_sut(&rogue("old_sdk"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    let ours = env!("CARGO_PKG_VERSION");
+    assert!(
+        message.contains("written with crashsim_adapter 0.0.1")
+            && message.contains(&format!("this crashsim is {ours}"))
+            && message.contains(&format!("pip install crashsim=={ours}")),
+        "{message}"
+    );
 }
 
 #[test]

@@ -151,6 +151,18 @@ pub struct Identity {
     /// the version the extension read wins over this word.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqlite_version: Option<String>,
+    /// Optional: the crashsim SDK the adapter is written with. An SDK is
+    /// versioned with crashsim itself (one commit, one wheel), so one of
+    /// another version is refused at `hello`, both versions named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<Sdk>,
+}
+
+/// The SDK an adapter says it is written with (`crashsim_adapter 0.1.0`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sdk {
+    pub name: String,
+    pub version: String,
 }
 
 impl Identity {

@@ -189,6 +189,7 @@ impl Server<'_> {
                     .collect(),
                     sources: Vec::new(),
                     sqlite_version: Some(crate::platform::sqlite_version().to_string()),
+                    sdk: None,
                 };
                 Ok(serde_json::to_value(identity).expect("identities serialise"))
             }

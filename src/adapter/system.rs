@@ -80,7 +80,28 @@ pub fn shake_hands(
             protocol::VERSION
         )));
     }
+    if let Some(sdk) = identity
+        .sdk
+        .as_ref()
+        .filter(|sdk| sdk.version != env!("CARGO_PKG_VERSION"))
+    {
+        return Err(CallError::Broken(sdk_mismatch(command, sdk)));
+    }
     Ok(identity)
+}
+
+/// Why an adapter written with another version of the SDK is refused: the
+/// SDK and the binary come from one commit (one wheel), and a mismatch is
+/// how a stale vendored copy or a second install shows.
+fn sdk_mismatch(command: &str, sdk: &protocol::Sdk) -> String {
+    format!(
+        "the adapter `{command}` is written with {} {}, but this crashsim is {}: install the SDK of this \
+         crashsim (`pip install crashsim=={}` holds both, or `crashsim sdk python --out DIR` writes it)",
+        sdk.name,
+        sdk.version,
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 impl AdapterSystem {

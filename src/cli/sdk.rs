@@ -48,7 +48,7 @@ macro_rules! file {
 
 /// Every file written, by its path under DIR. A test checks the package's
 /// modules are all here.
-pub const PYTHON: [(&str, &str); 17] = [
+pub const PYTHON: [(&str, &str); 18] = [
     file!("pyproject.toml"),
     file!("sdk_build.py"),
     file!("README.md"),
@@ -62,6 +62,7 @@ pub const PYTHON: [(&str, &str); 17] = [
     file!("crashsim_adapter/rows.py"),
     file!("crashsim_adapter/settings.py"),
     file!("crashsim_adapter/sources.py"),
+    file!("crashsim_adapter/version.py"),
     file!("crashsim_adapter/vfs.py"),
     file!("examples/example_store.py", "example_store.py"),
     file!("examples/example_schema.py", "example_schema.py"),

@@ -193,6 +193,7 @@ from .settings import (
     Settings,
     connect,
 )
+from .version import VERSION as __version__
 
 __all__ = [
     "DEDUP",
@@ -205,6 +206,7 @@ __all__ = [
     "RETRIED",
     "SYNCHRONOUS_LEVELS",
     "TIMER",
+    "__version__",
     "AdapterError",
     "Busy",
     "Conflict",

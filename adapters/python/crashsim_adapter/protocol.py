@@ -23,6 +23,8 @@ from .settings import (
     Settings,
 )
 from .sources import source_files
+from .version import NAME as SDK_NAME
+from .version import VERSION as SDK_VERSION
 
 PROTOCOL = 1
 
@@ -378,6 +380,7 @@ class _Server:
             "roles": dict(self.roles),
         }
         identity["sqlite_version"] = sqlite3.sqlite_version
+        identity["sdk"] = {"name": SDK_NAME, "version": SDK_VERSION}
         if self.capabilities:
             identity["capabilities"] = list(self.capabilities)
         sources = source_files()

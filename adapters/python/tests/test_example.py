@@ -4,6 +4,7 @@ import sqlite3
 import time
 import unittest
 
+import crashsim_adapter as ca
 from tests.driver import AdapterCase, append_two, command, request
 
 TRIP = '{"city":"Oslo"}'
@@ -67,6 +68,7 @@ class HandshakeTest(ExampleCase):
                 "roles": {"store": "step", "receiver": "step"},
                 "capabilities": ["leases", "retries", "backup", "fork"],
                 "sqlite_version": sqlite3.sqlite_version,
+                "sdk": {"name": "crashsim_adapter", "version": ca.__version__},
             },
         )
         call = self.spawn("--granularity", "call")

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 
+import crashsim_adapter as ca
 from tests.driver import TOY, AdapterCase, append_two, command, request
 
 
@@ -32,6 +33,7 @@ class HandshakeTest(AdapterCase):
                 "roles": {"store": "step", "receiver": "step"},
                 "capabilities": ["fork"],
                 "sqlite_version": sqlite3.sqlite_version,
+                "sdk": {"name": "crashsim_adapter", "version": ca.__version__},
             },
         )
 

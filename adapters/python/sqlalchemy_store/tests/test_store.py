@@ -4,6 +4,7 @@ receiver, and the dump the SDK completes."""
 
 import sqlite3
 
+import crashsim_adapter as ca
 from sqlalchemy_store.tests.common import ExampleCase
 from tests.driver import append_two, command, request
 
@@ -27,6 +28,7 @@ class HandshakeTest(ExampleCase):
                 "roles": {"store": "call", "receiver": "call"},
                 "capabilities": ["leases", "retries", "fork"],
                 "sqlite_version": sqlite3.sqlite_version,
+                "sdk": {"name": "crashsim_adapter", "version": ca.__version__},
             },
         )
         bugged = self.spawn("--bug", "retry_next_seq,autocommit_engine")
