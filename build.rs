@@ -73,6 +73,12 @@ fn extension() {
         .arg(source.join("lib.rs"));
     if target != host {
         command.args(["--target", &target]);
+        // A cross build links with the linker cargo was told of for the target.
+        let variable = format!("CARGO_TARGET_{}_LINKER", target.to_uppercase().replace(['-', '.'], "_"));
+        println!("cargo:rerun-if-env-changed={variable}");
+        if let Some(linker) = std::env::var_os(&variable) {
+            command.arg("-C").arg(format!("linker={}", linker.to_string_lossy()));
+        }
     }
     // Whatever wraps this build (clippy, coverage) is not for the extension.
     for variable in ["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_ENCODED_RUSTFLAGS"] {

@@ -30,7 +30,19 @@ pub fn cpus_for(threads: usize) -> Option<Vec<usize>> {
     (threads > 0 && threads <= allowed.len() && usable == allowed.len()).then(|| allowed[..threads].to_vec())
 }
 
+/// The CPUs this process may run on (its affinity mask), in order; none
+/// where there is no affinity mask to read (macOS): nothing is pinned.
+#[cfg(not(target_os = "linux"))]
+fn allowed_cpus() -> Vec<usize> {
+    Vec::new()
+}
+
+/// Elsewhere than Linux, threads are left to the scheduler.
+#[cfg(not(target_os = "linux"))]
+pub fn pin_this_thread(_cpu: usize) {}
+
 /// The CPUs this process may run on (its affinity mask), in order.
+#[cfg(target_os = "linux")]
 fn allowed_cpus() -> Vec<usize> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -46,6 +58,7 @@ fn allowed_cpus() -> Vec<usize> {
 
 /// Keeps the calling thread, and every process it starts from now on, on
 /// `cpu`. A refusal leaves the thread where it was: only speed is at stake.
+#[cfg(target_os = "linux")]
 pub fn pin_this_thread(cpu: usize) {
     // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET adds one CPU
     // below CPU_SETSIZE (`cpu` came from the process's own mask).
@@ -55,7 +68,7 @@ pub fn pin_this_thread(cpu: usize) {
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

@@ -19,30 +19,66 @@ const MAX_FDS: usize = 3;
 pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors socketpair writes.
-    let done = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
+    let done = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
     if done != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned by no one else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    close_on_exec(&[fds[0], fds[1]])?;
+    Ok(pair)
+}
+
+// Linux makes descriptors close-on-exec as it creates them; elsewhere (macOS)
+// `close_on_exec` sets the flag right after, and a process that another
+// job's thread starts in between may inherit them (a pipe then closes late).
+#[cfg(target_os = "linux")]
+const SOCK_CLOEXEC: libc::c_int = libc::SOCK_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const SOCK_CLOEXEC: libc::c_int = 0;
+#[cfg(target_os = "linux")]
+const MSG_CMSG_CLOEXEC: libc::c_int = libc::MSG_CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const MSG_CMSG_CLOEXEC: libc::c_int = 0;
+
+#[cfg(target_os = "linux")]
+fn close_on_exec(_fds: &[RawFd]) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn close_on_exec(fds: &[RawFd]) -> io::Result<()> {
+    for &fd in fds {
+        // SAFETY: F_SETFD on a descriptor this process owns.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn raw_pipe(fds: &mut [libc::c_int; 2]) -> libc::c_int {
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raw_pipe(fds: &mut [libc::c_int; 2]) -> libc::c_int {
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    unsafe { libc::pipe(fds.as_mut_ptr()) }
 }
 
 /// A pipe, both ends close-on-exec: (read end, write end).
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    if raw_pipe(&mut fds) != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned by no one else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let pipe = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    close_on_exec(&fds)?;
+    Ok(pipe)
 }
 
 /// Sends `message` as one datagram, with `fds` attached.
@@ -120,7 +156,7 @@ pub fn receive(socket: &impl AsRawFd, limit: Option<Duration>) -> io::Result<Rec
     header.msg_controllen = space as _;
     let read = loop {
         // SAFETY: the header points at live buffers for the call.
-        let read = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut header, libc::MSG_CMSG_CLOEXEC) };
+        let read = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut header, MSG_CMSG_CLOEXEC) };
         if read >= 0 {
             break read as usize;
         }
@@ -146,6 +182,8 @@ pub fn receive(socket: &impl AsRawFd, limit: Option<Duration>) -> io::Result<Rec
             cmsg = libc::CMSG_NXTHDR(&header, cmsg);
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    close_on_exec(&fds.iter().map(AsRawFd::as_raw_fd).collect::<Vec<_>>())?;
     if read == 0 && fds.is_empty() {
         return Ok(Received::Closed);
     }

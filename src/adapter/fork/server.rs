@@ -107,6 +107,9 @@ fn fork(fds: Vec<OwnedFd>) -> Forked {
         // dup2 onto 0 also closes the control channel in the child.
         unsafe {
             libc::setpgid(0, 0);
+            // Linux kills the child with its server; elsewhere the
+            // watchdog's group kill is all there is.
+            #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             // A server that died before the request took effect sends
             // nothing: its child goes now.
