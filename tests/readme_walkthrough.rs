@@ -1,14 +1,18 @@
 //! The README's "Test your own store in ten minutes", followed as a new
 //! user would: in a fresh repository holding a Python store (the example,
-//! as `my_adapter.py`, with a bug switched on), with crashsim on `PATH` and
-//! a fresh virtual environment first on it, the README's own `sh` blocks
-//! run in order by bash: the SDK written from the binary and installed,
-//! the run that catches the bug, the replay, the shrink into the user's
-//! corpus, the corpus replayed, the bug fixed and the passing run pinned,
-//! the CI files written. Only the blocks that need the network (`cargo
-//! install`, `pip install git+…`) are left out: this build is on `PATH`.
-//! Two rewrites keep it short and exact: `--seeds 200` runs 3 seeds, and
-//! the README's example seed 17 becomes the first seed that failed.
+//! as `my_adapter.py`, with a bug switched on), with a fresh virtual
+//! environment first on `PATH` and no crashsim and no Rust toolchain on it,
+//! the README's own `sh` blocks run in order by bash: `pip install
+//! crashsim==VERSION` (the binary and the SDK, from the wheel in the
+//! user repository's `PIP_FIND_LINKS`: the real one under `.ci/wheel`, a
+//! stand-in otherwise), the run that catches the bug, the replay, the
+//! shrink into the user's corpus, the corpus replayed, the bug fixed and
+//! the passing run pinned, the CI files written. The blocks of the
+//! from-source alternative (`cargo install`, `pip install git+…`, the SDK
+//! written by `crashsim sdk python`) are left out: they need a toolchain
+//! and the network. Two rewrites keep it short and exact: `--seeds 200`
+//! runs 3 seeds, and the README's example seed 17 becomes the first seed
+//! that failed.
 
 mod common;
 
@@ -58,6 +62,7 @@ impl Repository {
             .current_dir(&self.dir)
             .env("PATH", &self.path)
             .env("CI", "true")
+            .envs(self.pip_env())
             .env_remove("PYTHONPATH")
             .env_remove("EXAMPLE_STORE_BUG");
         if let Some(bug) = bug {
@@ -86,10 +91,22 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
     // A receiver that strips keys: `key_strip` answers a near-miss key with
     // the original key's result (I7), and settles, so a seed is quick.
     let bug = Some("key_strip");
+    let bare = repo.sh(
+        "command -v cargo || command -v rustc || command -v crashsim || echo none",
+        None,
+    );
+    assert_eq!(
+        common::stdout(&bare).trim(),
+        "none",
+        "the user starts with no Rust toolchain and no crashsim"
+    );
     let mut seed: Option<String> = None;
     let mut ran = Vec::new();
     for block in walkthrough_blocks() {
-        if block.contains("cargo install") || block.contains("git+") {
+        if ["cargo install", "git+", "crashsim sdk python"]
+            .iter()
+            .any(|from_source| block.contains(from_source))
+        {
             continue;
         }
         let mut script = block.replace("--seeds 200", "--seeds 3");
@@ -121,9 +138,18 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_gated_store() {
         ran.push(script);
     }
     let seed = seed.expect("the walkthrough runs the store");
+    let installed = repo.sh(
+        "command -v crashsim && python -c 'import crashsim_adapter as ca; print(ca.__version__)'",
+        None,
+    );
+    let said = expect(&installed, 0, "where crashsim came from");
+    assert!(
+        said.contains("/python/bin/crashsim") && said.contains(env!("CARGO_PKG_VERSION")),
+        "crashsim and its SDK came from the wheel, into the venv: {said}"
+    );
+    let install = format!("pip install crashsim=={}", env!("CARGO_PKG_VERSION"));
     for step in [
-        "crashsim sdk python",
-        "pip install",
+        install.as_str(),
         "crashsim run smoke",
         "crashsim replay smoke",
         "crashsim shrink",

@@ -1,10 +1,11 @@
 //! `crashsim ci init github|gitlab --sut CMD`: the CI file that gates the
 //! user's own store, written into their repository. The templates are
 //! `ci/templates/*.yml` (a user may copy them by hand); this fills in their
-//! `env`/`variables` block: the adapter command, and crashsim pinned to the
-//! commit this binary was built from (and the repository `cargo install`
-//! recorded it came from, when it did), so the gate runs the crashsim the
-//! user tried.
+//! `env`/`variables` block: the adapter command, and crashsim pinned to this
+//! binary's own version (the wheel `pip install crashsim==VERSION` installs,
+//! binary and SDK) and, for the `cargo install` alternative, to the commit it
+//! was built from (and the repository `cargo install` recorded it came from,
+//! when it did), so the gate runs the crashsim the user tried.
 //!
 //! crashsim's own `.github/workflows/crashsim.yml` and `.gitlab-ci.yml` gate
 //! crashsim itself (its reference against its scenario files): these are
@@ -47,11 +48,13 @@ pub struct InitArgs {
     /// Replace the file if it exists.
     #[arg(long)]
     pub force: bool,
-    /// The crashsim repository to install from (default: the one `cargo
-    /// install` recorded for this binary, if any).
+    /// The crashsim repository for the file's `cargo install` alternative
+    /// (default: the one `cargo install` recorded for this binary, if any).
     #[arg(long, value_name = "URL")]
     pub git: Option<String>,
-    /// The crashsim commit or tag to pin (default: this binary's commit).
+    /// The crashsim commit or tag the `cargo install` alternative pins
+    /// (default: this binary's commit). The wheel is pinned to this
+    /// binary's version.
     #[arg(long, value_name = "REV")]
     pub rev: Option<String>,
 }
@@ -93,7 +96,10 @@ pub fn ci(command: &CiCommand) -> anyhow::Result<Exit> {
         None => installed_from(&cargo_home()),
     };
     if git.is_none() {
-        notes.push("set CRASHSIM_GIT to the crashsim repository's URL (or pass --git)".to_string());
+        notes.push(
+            "for the `cargo install` alternative, set CRASHSIM_GIT to the crashsim repository's URL (or pass --git)"
+                .to_string(),
+        );
     }
     let rev = match &args.rev {
         Some(rev) => Some(rev.clone()),
@@ -110,12 +116,16 @@ pub fn ci(command: &CiCommand) -> anyhow::Result<Exit> {
         },
     };
     if rev.is_none() {
-        notes.push("set CRASHSIM_REV to a crashsim commit or tag (or pass --rev)".to_string());
+        notes.push(
+            "for the `cargo install` alternative, set CRASHSIM_REV to a crashsim commit or tag (or pass --rev)"
+                .to_string(),
+        );
     }
     let text = fill(
         args.system.template(),
         &[
             ("ADAPTER", Some(args.sut.as_str())),
+            ("CRASHSIM_VERSION", Some(env!("CARGO_PKG_VERSION"))),
             ("CRASHSIM_GIT", git.as_deref()),
             ("CRASHSIM_REV", rev.as_deref()),
         ],

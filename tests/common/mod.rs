@@ -3,6 +3,7 @@
 
 pub mod shell;
 pub mod user_repo;
+pub mod wheel;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
