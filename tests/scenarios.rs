@@ -1,4 +1,4 @@
-//! Every shipped scenario passes at least 200 seeds against the store it
+//! Every shipped scenario passes at least 100 seeds against the store it
 //! names (the reference, or `group_commit` in `group_commit.toml`), and the
 //! group-commit store passes the reference's scenarios too.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 use common::{load, root, work_dir};
 use crashsim::runner::{Options, Sut, run_seeds};
 
-const SEEDS: u64 = 200;
+const SEEDS: u64 = 100;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
 const SHIPPED: [&str; 13] = [
@@ -150,7 +150,7 @@ fn clocks() {
     passes("clocks");
 }
 
-/// The reference's backups hold: 200 seeds pass, with backups judged in
+/// The reference's backups hold: 100 seeds pass, with backups judged in
 /// most, and power cuts falling inside some of them (a backup the cut
 /// interrupted never completes, and is not judged).
 #[test]
@@ -181,7 +181,7 @@ fn backups() {
     assert!(cut_inside > 0, "no power cut fell inside a backup in {SEEDS} seeds");
 }
 
-/// The reference survives restores: 200 seeds pass with two restores
+/// The reference survives restores: 100 seeds pass with two restores
 /// each, which roll back what was made after their backup (no finding),
 /// while the workflows decide it again and complete.
 #[test]

@@ -223,11 +223,6 @@ pub fn resets<'a>(
         .collect()
 }
 
-/// Whether `op` resets what the store holds (see `resets`).
-pub fn is_reset(op: &Op) -> bool {
-    matches!(op, Op::PowerCut { .. } | Op::RolledBack { .. })
-}
-
 /// Runs every checker; violations come out root first (`order`).
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
     check_with(input, None)
