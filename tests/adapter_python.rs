@@ -19,45 +19,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::example::{adapter, assert_passes, caught, example, first_violation, options, runs};
 use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::{Adapter, ProcessRecord};
 use crashsim::check::Invariant;
-use crashsim::runner::{Options, SeedResult, Sut, run_seed, run_seeds};
-use crashsim::scenario::Loaded;
-
-/// The example store's command line. `-S` skips site-packages, which the
-/// example does not need and some interpreters are slow to import.
-fn example(args: &str) -> Option<String> {
-    let script = root().join("adapters/python/example_store.py");
-    Some(format!("{} -S {} {args}", python()?, script.display()))
-}
-
-fn adapter(command: &str, timeout: Duration) -> Arc<Adapter> {
-    Arc::new(Adapter::probe(command, timeout, true).expect("the adapter answers its handshake"))
-}
-
-fn options(dir: &std::path::Path, adapter: &Arc<Adapter>) -> Options {
-    Options {
-        work_dir: dir.to_path_buf(),
-        keep_failed: false,
-        keep_traces: true,
-        sut: Sut::Adapter(Arc::clone(adapter)),
-        check_determinism: false,
-        files: Default::default(),
-    }
-}
-
-fn runs(loaded: &Loaded, seeds: std::ops::Range<u64>, adapter: &Arc<Adapter>) -> Vec<SeedResult> {
-    let dir = work_dir();
-    let seeds: Vec<u64> = seeds.collect();
-    run_seeds(loaded, &seeds, 2, &options(dir.path(), adapter), |_| {}).expect("seeds run")
-}
-
-fn assert_passes(results: &[SeedResult], what: &str) {
-    for result in results {
-        assert!(result.ok, "{what}, seed {}: {:#?}", result.seed, result.violations);
-    }
-}
+use crashsim::runner::{Options, Sut, run_seed};
 
 #[test]
 fn the_clean_example_passes_the_shipped_scenarios() {
@@ -102,80 +68,6 @@ fn the_example_serves_leases_and_its_unfenced_acknowledgement_is_caught() {
             && first.message.contains("expired at tick")),
         "claim_unleased on leases: {first:?}"
     );
-}
-
-/// The example takes online backups through the SDK (`backup`, and `dump`
-/// of a backup's path): the backup scenario passes at both granularities,
-/// and a copy of the main file alone, leaving the WAL's commits behind, is
-/// caught by I11 naming the first acknowledged append the backup lacks. A
-/// store without the capability is refused, naming it (exit 2).
-#[test]
-fn the_example_takes_backups_and_a_copy_of_the_main_file_alone_is_caught() {
-    let Some(command) = example("") else { return };
-    let loaded = load("scenarios/backups.toml");
-    let mut killed = 0;
-    for granularity in ["", "--granularity call"] {
-        let adapter = adapter(&format!("{command} {granularity}"), Duration::from_secs(30));
-        assert!(adapter.identity().can("backup"), "{:?}", adapter.identity());
-        let results = runs(&loaded, 0..2, &adapter);
-        assert_passes(&results, "backups");
-        killed += results.iter().map(|result| result.backups.killed).sum::<u64>();
-    }
-    // A backup's own process killed inside it: not judged, no finding.
-    assert!(killed > 0, "no backup process was killed in 4 seeds");
-    let first = first_violation("backup_db_file_only", "scenarios/backups.toml");
-    assert!(
-        first.as_ref().is_some_and(
-            |first| first.invariant == Invariant::I11 && first.message.contains("acknowledged before it began")
-        ),
-        "backup_db_file_only on backups: {first:?}"
-    );
-    let Some(python) = python() else { return };
-    let toy = root().join("adapters/python/tests/toy_adapter.py");
-    let toy = format!("{python} -S {} step", toy.display());
-    let output = crashsim(&["run", "backups", "--sut", &toy, "--seeds", "1", "--no-report"]);
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("`backup` capability"), "{}", stderr(&output));
-}
-
-/// The first violation of `bug`'s first failing seed in seeds 0..4 of `scenario`.
-/// Restores of an outside store's database from its own backups (crashsim
-/// stops every process, restores through SQLite, starts them again): the
-/// clean example passes `restores` at `call`, and with random command ids
-/// (`uuid_ids`) the command a workflow derives again after a restore is a
-/// second command to the receiver, which applies it twice (I2, across the
-/// restore), beside the findings random ids always make.
-#[test]
-fn the_example_survives_restores_and_random_ids_apply_twice_across_one() {
-    let Some(command) = example("--granularity call") else {
-        return;
-    };
-    let loaded = load("scenarios/restores.toml");
-    let clean = adapter(&command, Duration::from_secs(30));
-    let results = runs(&loaded, 0..2, &clean);
-    assert_passes(&results, "restores");
-    let restored: u64 = results.iter().map(|result| result.backups.restored).sum();
-    assert!(restored > 0, "no restore in 2 seeds");
-    let Some(buggy) = example("--granularity call --bug uuid_ids") else {
-        return;
-    };
-    let dir = work_dir();
-    let buggy = adapter(&buggy, Duration::from_secs(30));
-    let result = run_seed(&loaded, 0, &options(dir.path(), &buggy)).expect("seed runs");
-    assert!(
-        result
-            .violations
-            .iter()
-            .any(|violation| violation.invariant == Invariant::I2
-                && violation.message.contains("rolled its event back")
-                && violation.message.contains("two side effects")),
-        "uuid_ids on restores: {:#?}",
-        result.violations
-    );
-}
-
-fn first_violation(bug: &str, scenario: &str) -> Option<crashsim::check::Violation> {
-    first_failing(bug, scenario)?.violations.into_iter().next()
 }
 
 /// A store without the `leases` capability (the SDK's toy store, which has
@@ -316,28 +208,6 @@ fn the_call_granularity_example_passes_and_says_what_it_cannot_reach() {
     );
 }
 
-/// The first failing seed of `bug` in seeds 0..4 of `scenario`, and its invariants.
-fn caught(bug: &str, scenario: &str) -> Option<Vec<Invariant>> {
-    Some(
-        first_failing(bug, scenario)?
-            .violations
-            .iter()
-            .map(|v| v.invariant)
-            .collect(),
-    )
-}
-
-/// The first failing seed of the example with `bug` in seeds 0..4 of `scenario`.
-fn first_failing(bug: &str, scenario: &str) -> Option<SeedResult> {
-    let command = example(&format!("--bug {bug}"))?;
-    let adapter = adapter(&command, Duration::from_secs(30));
-    let loaded = load(scenario);
-    let dir = work_dir();
-    (0..4)
-        .map(|seed| run_seed(&loaded, seed, &options(dir.path(), &adapter)).expect("seed runs"))
-        .find(|result| !result.ok)
-}
-
 /// A small scenario with every fault on, which catches each mutant in a seed or two.
 const DETECT: &str = "tests/fixtures/detect.toml";
 
@@ -458,21 +328,6 @@ fn every_process_of_a_run_is_gone_when_it_ends() {
 fn faulty(mode: &str) -> Option<String> {
     let script = root().join("tests/fixtures/adapters/faulty_store.py");
     Some(format!("{} {} {mode}", python()?, script.display()))
-}
-
-/// A backup process that exits on its own is A1, as an actor's would: the
-/// run names the backup, and every other invariant still holds.
-#[test]
-fn a_backup_process_that_dies_unasked_is_a1() {
-    let Some(command) = faulty("backup_crash") else { return };
-    let output = common::crashsim(&["run", "backups", "--seed", "0", "--no-report", "--sut", &command]);
-    let text = stdout(&output);
-    assert_eq!(output.status.code(), Some(1), "a finding: {text}{}", stderr(&output));
-    assert!(
-        text.contains("A1 store process stays up: the process of backup #1 died unasked"),
-        "{text}"
-    );
-    assert!(text.contains("violations: A1 in 1 seed(s)"), "{text}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Online backups as faults (`[backup]`, docs/protocol.md "Backups", I11):
 //! the CLI's verdict on a store whose backups lack acknowledged commits,
-//! with the command that replays it, and bad `[backup]` sections refused
+//! with the command that replays it, a backup copied in parts that tears,
+//! and bad `[backup]` sections refused
 //! before any seed runs (exit 2, naming the file and the key).
 
 mod common;
@@ -32,6 +33,32 @@ fn a_backup_of_the_main_file_alone_fails_the_run_with_i11_and_its_replay() {
     // The reference takes the same backups at the same ticks, and passes.
     let output = crashsim(&["run", "backups", "--seed", "0", "--no-report"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}
+
+/// A backup that copies the file set in two parts, `-wal` first and the
+/// main file after a checkpoint a part later, with no read transaction
+/// across them: the trace shows the parts, and the torn file is I11.
+#[test]
+fn a_file_set_copied_in_parts_is_torn_and_fails_the_run_with_i11() {
+    let output = crashsim(&[
+        "replay",
+        "backups",
+        "--seed",
+        "1",
+        "--mutant",
+        "backup_file_set_unlocked",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("backup #2: part 1 copied, the rest later"), "{text}");
+    assert!(
+        text.contains("I11") && text.contains("integrity_check of the backup"),
+        "{text}"
+    );
+    // The reference takes the same backups, each in one part, and passes.
+    let output = crashsim(&["replay", "backups", "--seed", "1"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(!stdout(&output).contains("part 1 copied"));
 }
 
 /// A failing seed's page draws the backups on the simulator's lane, with

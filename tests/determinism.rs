@@ -165,6 +165,18 @@ fn backups_and_cuts_inside_them_give_the_same_trace_in_two_directories() {
     assert_eq!(first.trace_hash, second.trace_hash);
     assert!(!first.ok);
     assert_eq!(first.violations, second.violations);
+    // A backup in parts: the gaps between them come from the seed too.
+    mutant.scenario.store = "backup_file_set_unlocked".to_string();
+    let (first, second) = (run(&mutant, 1, a.path()), run(&mutant, 1, b.path()));
+    assert_eq!(first.trace_hash, second.trace_hash);
+    assert!(!first.ok);
+    assert_eq!(first.violations, second.violations);
+    let parts = first.events.as_deref().unwrap_or_default();
+    assert!(
+        parts
+            .iter()
+            .any(|event| matches!(event.op, crashsim::trace::Op::BackupPart { .. }))
+    );
 }
 
 /// Restores stop every actor, replace the store's database and start the

@@ -50,6 +50,7 @@ fn every_mutant_is_caught_and_the_reference_is_clean() {
                 && mutant.name != "lookup_outside_txn"
                 && mutant.name != "claim_unleased_only"
                 && mutant.name != "backup_db_file_only"
+                && mutant.name != "backup_file_set_unlocked"
         })
         .collect();
     let mutants: Vec<_> = lease_free.iter().copied().map(Subject::Mutant).collect();
@@ -159,6 +160,8 @@ fn each_mutant_trips_its_own_invariant() {
         ("lookup_outside_txn", "I2", "scenarios/interleave.toml"),
         // Needs backups taken while commits still live in the WAL.
         ("backup_db_file_only", "I11", "scenarios/backups.toml"),
+        // Needs backups copied in parts while the store grows between them.
+        ("backup_file_set_unlocked", "I11", "scenarios/backups.toml"),
     ];
     assert_eq!(expected.len(), MUTANTS.len());
     let mut scenarios: Vec<&str> = expected.iter().map(|(_, _, scenario)| *scenario).collect();

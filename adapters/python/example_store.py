@@ -144,14 +144,17 @@ class Store:
             conn.close()
 
     @classmethod
-    def backup(cls, settings, path):
+    def backup(cls, settings, path, part=0):
         """An online backup into `path`: one consistent snapshot of the
-        database, WAL included, read under SQLite's own read lock."""
+        database, WAL included, read under SQLite's own read lock. (True
+        would ask crashsim for another part: only the bug below does.)"""
         if "backup_db_file_only" in BUGS:
             import shutil
 
             shutil.copyfile(settings.store.path, path)  # "one file is the database"
-            return
+            return None
+        if "backup_file_set_unlocked" in BUGS:
+            return cls.copy_file_set(settings, path, part)
         source = connect(settings.store)
         target = connect(settings.with_store_path(path).store)
         try:
@@ -159,6 +162,25 @@ class Store:
         finally:
             target.close()
             source.close()
+
+    @staticmethod
+    def copy_file_set(settings, path, part):
+        """backup_file_set_unlocked: `cp store.db-wal`, then (part 1, later)
+        a checkpoint and `cp store.db`, with no read transaction across."""
+        import os
+        import shutil
+
+        if part == 0:
+            if os.path.exists(settings.store.path + "-wal"):
+                shutil.copyfile(settings.store.path + "-wal", path + "-wal")
+            return True  # the main file in a later part
+        conn = connect(settings.store)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            conn.close()
+        shutil.copyfile(settings.store.path, path)
+        return None
 
     # Reads: one statement each, outside any explicit transaction.
 

@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 
 use super::protocol::{self, ErrorAnswer, ErrorKind, Hello, Identity, Served};
 use crate::model::Command;
-use crate::store::{Implementation, Receiver, Request, RetryPolicy, Store, StoreError, System, SystemConfig, Who};
+use crate::store::{
+    Backed, Implementation, Receiver, Request, RetryPolicy, Store, StoreError, System, SystemConfig, Who,
+};
 
 /// What the process holds once `open` has run.
 enum Connection {
@@ -213,10 +215,13 @@ impl Server<'_> {
                     return Err(failed(ErrorKind::Invalid, "`backup` needs a `path`".to_string()));
                 };
                 let mut system = self.system()?;
-                system
-                    .backup(std::path::Path::new(&path))
+                let backed = system
+                    .backup(std::path::Path::new(&path), backup.part)
                     .map_err(|error| ErrorAnswer::of(&error))?;
-                Ok(json!({}))
+                Ok(match backed {
+                    Backed::Complete => json!({}),
+                    Backed::More => json!({ "more": true }),
+                })
             }
             "open" => {
                 #[derive(Deserialize)]
@@ -255,11 +260,13 @@ impl Server<'_> {
     }
 }
 
-/// The `path` of `backup` and of a backup's `dump`.
+/// The `path` of `backup` and of a backup's `dump`, and a backup's part.
 #[derive(Deserialize)]
 struct Backup {
     #[serde(default)]
     path: Option<String>,
+    #[serde(default)]
+    part: u32,
 }
 
 fn failed(kind: ErrorKind, message: String) -> ErrorAnswer {

@@ -17,7 +17,7 @@ use super::protocol::{self, Database, Hello, Identity, Purpose, Served};
 use crate::store::receiver::ReferenceReceiver;
 use crate::store::reference::ReferenceStore;
 use crate::store::{
-    Artifact, Receiver, Result, Snapshot, Store, StoreError, System, SystemConfig, Who, connection, retention,
+    Artifact, Backed, Receiver, Result, Snapshot, Store, StoreError, System, SystemConfig, Who, connection, retention,
 };
 
 /// What a run needs to start processes.
@@ -279,16 +279,22 @@ impl System for AdapterSystem {
 
     /// On a process of its own (`backup`), or the reference's backup when
     /// crashsim serves the store role.
-    fn backup(&mut self, dest: &std::path::Path) -> Result<()> {
+    fn backup(&mut self, dest: &std::path::Path, part: u32) -> Result<Backed> {
         if self.launch.served.store.is_none() {
-            return crate::store::backup::backup(&self.config, dest);
+            return crate::store::backup::backup(&self.config, dest).map(|()| Backed::Complete);
         }
         let mut process = self.start(Purpose::Backup, "backup", 0)?;
-        let fields = protocol::fields(&json!({ "path": dest.display().to_string() }));
-        process
-            .call("backup", self.config.clock.now(), fields)
+        let fields = match part {
+            0 => json!({ "path": dest.display().to_string() }),
+            part => json!({ "path": dest.display().to_string(), "part": part }),
+        };
+        let ok = process
+            .call("backup", self.config.clock.now(), protocol::fields(&fields))
             .map_err(CallError::into_store_error)?;
-        Ok(())
+        Ok(match ok.get("more").and_then(serde_json::Value::as_bool) {
+            Some(true) => Backed::More,
+            _ => Backed::Complete,
+        })
     }
 
     /// The adapter's own dump of the backup's path (its schema is its own):

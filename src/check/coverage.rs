@@ -134,6 +134,9 @@ pub struct Backups {
     pub killed: u64,
     /// Failed with the store's error (not judged).
     pub failed: u64,
+    /// Copied in parts, with a restore between two of them (not judged).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned: u64,
     /// Restores made from a backup (`[restore]`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub restored: u64,
@@ -170,6 +173,9 @@ impl Backups {
                 Op::BackedUp { .. } => backups.completed += 1,
                 Op::BackupFailed { .. } => backups.failed += 1,
                 Op::BackupKilled { .. } => backups.killed += 1,
+                // Between two parts: cut short as an operator's script is.
+                Op::BackupAbandoned { restored: false, .. } => backups.cut += 1,
+                Op::BackupAbandoned { restored: true, .. } => backups.abandoned += 1,
                 Op::RolledBack { events, .. } => {
                     backups.restored += 1;
                     backups.rolled_back += events.unwrap_or(0);
@@ -188,6 +194,7 @@ impl Backups {
         self.cut += other.cut;
         self.killed += other.killed;
         self.failed += other.failed;
+        self.abandoned += other.abandoned;
         self.restored += other.restored;
         self.rolled_back += other.rolled_back;
         self.restores_skipped += other.restores_skipped;
@@ -209,6 +216,9 @@ impl Backups {
         }
         if self.failed > 0 {
             parts.push(format!("{} failed (the store's error, not judged)", self.failed));
+        }
+        if self.abandoned > 0 {
+            parts.push(format!("{} abandoned (a restore between two parts)", self.abandoned));
         }
         let mut line = format!("backups: {}", parts.join(", "));
         if self.restored + self.restores_skipped + self.restores_failed > 0 {

@@ -46,7 +46,7 @@ impl Method {
     fn take(self, config: &SystemConfig, dest: &Path) -> crate::store::Result<()> {
         match self {
             Method::Online => crate::store::backup::backup(config, dest),
-            Method::MainFile => crate::mutants::backup::db_file_only(config, dest),
+            Method::MainFile => crate::mutants::backup::db_file_only(config, dest, 0).map(|_| ()),
         }
     }
 }

@@ -7,16 +7,65 @@
 //! VFS (so it reads what the file holds, in memory or on disk, and a power
 //! cut may fall inside it) and with no lock: in WAL mode the commits since
 //! the last checkpoint live in `-wal`, which it leaves behind.
+//!
+//! `backup_file_set_unlocked` copies the whole file set, `-wal` first, then
+//! (a part later, while the actors go on) checkpoints and copies the main
+//! file, as a script of `cp` commands would with no read transaction held
+//! across them: the main file then holds pages newer than the `-wal` copy
+//! that SQLite lays over them when the backup is opened. A torn state.
 
 use std::ffi::{CString, c_int, c_void};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::ffi;
 
-use crate::store::{Result, StoreError, SystemConfig};
+use crate::store::{Backed, Result, StoreError, SystemConfig, connection};
 
-/// `cp store.db dest` through the VFS `config.store_sqlite.vfs` names.
-pub fn db_file_only(config: &SystemConfig, dest: &Path) -> Result<()> {
+/// How a mutant's `System` takes a backup (`System::backup`): one call
+/// per part, from 0.
+pub type Method = fn(&SystemConfig, &Path, u32) -> Result<Backed>;
+
+/// The reference's online backup (SQLite's backup API), in one part.
+pub fn online(config: &SystemConfig, dest: &Path, _part: u32) -> Result<Backed> {
+    crate::store::backup::backup(config, dest).map(|()| Backed::Complete)
+}
+
+/// `cp store.db dest`, in one part.
+pub fn db_file_only(config: &SystemConfig, dest: &Path, _part: u32) -> Result<Backed> {
+    copy(config, &config.store_path, dest)?;
+    Ok(Backed::Complete)
+}
+
+/// Part 0: `cp store.db-wal dest-wal` (if there is one). Part 1: a
+/// checkpoint on a connection of its own (`PASSIVE`, as a store's own
+/// maintenance or SQLite's auto-checkpoint runs one), then `cp store.db
+/// dest`.
+pub fn file_set_unlocked(config: &SystemConfig, dest: &Path, part: u32) -> Result<Backed> {
+    if part == 0 {
+        let wal = with_suffix(&config.store_path, "-wal");
+        match copy(config, &wal, &with_suffix(dest, "-wal")) {
+            Ok(()) => {}
+            // No `-wal` (rollback journal, or none yet): nothing to copy.
+            Err(StoreError::Sqlite(error)) if error.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen) => {}
+            Err(error) => return Err(error),
+        }
+        return Ok(Backed::More);
+    }
+    let source = connection::open(&config.store_path, &config.store_sqlite)?;
+    source.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+    drop(source);
+    copy(config, &config.store_path, dest)?;
+    Ok(Backed::Complete)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// `cp from to` through the VFS `config.store_sqlite.vfs` names.
+fn copy(config: &SystemConfig, from: &Path, to: &Path) -> Result<()> {
     let vfs_name = config
         .store_sqlite
         .vfs
@@ -30,8 +79,8 @@ pub fn db_file_only(config: &SystemConfig, dest: &Path) -> Result<()> {
         if vfs.is_null() {
             return Err(StoreError::Broken("no such VFS".to_string()));
         }
-        let source = RawFile::open(vfs, &config.store_path, ffi::SQLITE_OPEN_READONLY)?;
-        let target = RawFile::open(vfs, dest, ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE)?;
+        let source = RawFile::open(vfs, from, ffi::SQLITE_OPEN_READONLY)?;
+        let target = RawFile::open(vfs, to, ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE)?;
         let mut size: ffi::sqlite3_int64 = 0;
         check(source.method(|io| io.xFileSize)?(source.file(), &mut size))?;
         let mut buffer = vec![0u8; 4096];

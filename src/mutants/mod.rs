@@ -37,6 +37,7 @@
 //! | `heads_done_unscoped` | 15 | `heads` counts the workflow's done commands over all its events, not the head's |
 //! | `claim_unleased_only` | 15 | `claim` takes only rows never leased, never an expired lease |
 //! | `backup_db_file_only` | 16 | the backup copies the main `.db` file alone, with no lock, leaving `-wal` behind |
+//! | `backup_file_set_unlocked` | 16 | the backup copies `-wal`, then checkpoints and copies the `.db` file, with no read transaction across them |
 //!
 //! Mistake 10 shows where the connections left on the default run weaker
 //! than asked: where the SQLite build's default is weaker
@@ -104,7 +105,7 @@ pub struct Mutant {
     settings: Settings,
     roles: Roles,
     /// How its `System` takes an online backup.
-    backup: fn(&SystemConfig, &Path) -> Result<()>,
+    backup: backup::Method,
     /// The invariants its mistake breaks (docs/mutants.md, the "documented"
     /// column): the detection table records whether the first failing seed
     /// broke one.
@@ -131,12 +132,12 @@ const BASE: Mutant = Mutant {
         store: Granularity::Step,
         receiver: Granularity::Step,
     },
-    backup: crate::store::backup::backup,
+    backup: backup::online,
     caught_by: &[],
 };
 
 /// Every mutant, in the order of PROTOCOL.md §7 (then crashsim's mistakes 14 to 16).
-pub static MUTANTS: [Mutant; 26] = [
+pub static MUTANTS: [Mutant; 27] = [
     Mutant {
         name: "max_seq_plus_one",
         mistake: 1,
@@ -354,6 +355,14 @@ pub static MUTANTS: [Mutant; 26] = [
         caught_by: &[Invariant::I11],
         ..BASE
     },
+    Mutant {
+        name: "backup_file_set_unlocked",
+        mistake: 16,
+        description: "the backup copies -wal, then checkpoints and copies the .db file, with no read transaction across them: a torn file set",
+        backup: backup::file_set_unlocked,
+        caught_by: &[Invariant::I11],
+        ..BASE
+    },
 ];
 
 /// The mutant called `name`.
@@ -419,7 +428,7 @@ struct MutantSystem {
     store: fn(ReferenceStore) -> Box<dyn Store>,
     receiver: fn(ReferenceReceiver) -> Box<dyn Receiver>,
     settings: Settings,
-    backup: fn(&SystemConfig, &Path) -> Result<()>,
+    backup: backup::Method,
 }
 
 impl MutantSystem {
@@ -471,8 +480,8 @@ impl System for MutantSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
-    fn backup(&mut self, dest: &Path) -> Result<()> {
-        (self.backup)(&self.config, dest)
+    fn backup(&mut self, dest: &Path, part: u32) -> Result<crate::store::Backed> {
+        (self.backup)(&self.config, dest, part)
     }
 
     fn dump_backup(&mut self, dest: &Path) -> Result<Snapshot> {

@@ -106,6 +106,9 @@ pub struct Simulator<'a> {
     backups_taken: Vec<(u32, usize)>,
     /// What the store held after each restore (`[restore]`).
     restores: Vec<Recovery>,
+    /// Backups copied in parts and not complete yet: number -> the power
+    /// cuts and the restores there had been at its last part.
+    backups_in_parts: std::collections::BTreeMap<u32, (usize, usize)>,
     /// Restores queued and neither done nor skipped yet.
     restores_pending: usize,
     fault_points: Option<u64>,
@@ -285,6 +288,7 @@ impl<'a> Simulator<'a> {
             outside_clock,
             preemption,
             recoveries: Vec::new(),
+            backups_in_parts: std::collections::BTreeMap::new(),
             backups_taken: Vec::new(),
             restores: Vec::new(),
             restores_pending: 0,
@@ -368,7 +372,7 @@ impl<'a> Simulator<'a> {
                 Event::Quiet => self.quiet(),
                 Event::SettleCheck => self.settle_check(),
                 Event::Script { index } => self.script(index),
-                Event::Backup { n, attempt } => self.backup(n, attempt),
+                Event::Backup { n, part, attempt } => self.backup(n, part, attempt),
                 Event::Restore { n } => self.restore(n),
             }
             if self.power.as_ref().is_some_and(|power| power.cut().is_some()) {

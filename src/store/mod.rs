@@ -424,10 +424,14 @@ pub trait System {
     /// that does not exist yet, beside the store's), on a connection of its
     /// own while other connections may have transactions open: SQLite's
     /// backup API (`backup::backup`), `VACUUM INTO`, or a copy of the whole
-    /// file set after a checkpoint. Returns once the backup is complete.
-    /// `StoreError::Busy` asks to be tried again later. Only called when
-    /// `Implementation::backups` says so.
-    fn backup(&mut self, _dest: &std::path::Path) -> Result<()> {
+    /// file set after a checkpoint. `part` counts the calls for this
+    /// backup from 0: a backup in one call returns `Backed::Complete` at
+    /// once; one copied in parts (an operator's script that copies a file
+    /// set one file at a time) returns `Backed::More`, and the simulator
+    /// lets the actors move, then calls again with `part + 1`.
+    /// `StoreError::Busy` asks to be tried again later (the same part).
+    /// Only called when `Implementation::backups` says so.
+    fn backup(&mut self, _dest: &std::path::Path, _part: u32) -> Result<Backed> {
         Err(StoreError::Unsupported("this store takes no backups".to_string()))
     }
     /// The store's part of the canonical dump (events, outbox, timers and
@@ -438,6 +442,15 @@ pub trait System {
     fn dump_backup(&mut self, _dest: &std::path::Path) -> Result<Snapshot> {
         Err(StoreError::Unsupported("this store takes no backups".to_string()))
     }
+}
+
+/// Where a backup stands after one of its calls (`System::backup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backed {
+    /// The backup is complete: its file is judged after the run (I11).
+    Complete,
+    /// Another part is to be copied later, after the actors moved.
+    More,
 }
 
 /// How a role's transaction is driven (see docs/adapter-protocol.md).

@@ -220,8 +220,8 @@ impl System for ReferenceSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
-    fn backup(&mut self, dest: &Path) -> Result<()> {
-        super::backup::backup(&self.config, dest)
+    fn backup(&mut self, dest: &Path, _part: u32) -> Result<super::Backed> {
+        super::backup::backup(&self.config, dest).map(|()| super::Backed::Complete)
     }
 
     fn dump_backup(&mut self, dest: &Path) -> Result<Snapshot> {

@@ -413,6 +413,21 @@ pub enum Op {
     Backup {
         n: u32,
     },
+    /// The `n`-th backup copied its `part`-th part and goes on later
+    /// (`Backed::More`: a file set copied one file at a time),
+    /// while the actors move. Only the last part completes it.
+    BackupPart {
+        n: u32,
+        part: u32,
+    },
+    /// The `n`-th backup, copied in parts, never got its next part: the
+    /// power went out (or, `restored`, the store was restored) between two
+    /// of them, ending it as it ends an operator's script. Not judged.
+    BackupAbandoned {
+        n: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        restored: bool,
+    },
     /// The `n`-th backup completed: its file is judged after the run (I11).
     BackedUp {
         n: u32,

@@ -226,6 +226,11 @@ pub fn describe(op: &Op) -> String {
             command_id_shown = Shown(command_id)
         ),
         Op::Backup { n } => format!("backup #{n} begins, on a connection of its own"),
+        Op::BackupPart { n, part } => format!("backup #{n}: part {part} copied, the rest later"),
+        Op::BackupAbandoned { n, restored } => match restored {
+            true => format!("backup #{n} abandoned: the store was restored between its parts"),
+            false => format!("backup #{n} abandoned: the power went out between its parts"),
+        },
         Op::BackedUp { n } => format!("backup #{n} complete (judged after the run, I11)"),
         Op::BackupFailed { n, error } => format!("backup #{n} failed: {error}"),
         Op::BackupKilled { n } => format!("** backup #{n}: its process killed inside it **"),

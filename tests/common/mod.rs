@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod example;
 pub mod shell;
 pub mod user_repo;
 pub mod wheel;

@@ -2,6 +2,7 @@
 protocol form, each with its integrity, and a backup's store part."""
 
 import os
+import sqlite3
 
 from .integrity import integrity_check
 from .rows import objects, outbox, timers
@@ -54,7 +55,29 @@ def of_backup(store, settings, path):
         gone = "the backup's file is gone"
         return {"events": [], "outbox": [], "store_integrity": gone}
     backup = settings.with_store_path(path)
-    part = store.dump(backup)
+    try:
+        part = store.dump(backup)
+    except sqlite3.DatabaseError as error:
+        if not _damaged(error):
+            raise
+        # A file SQLite finds damaged (a torn copy) holds no rows to judge:
+        # its integrity is the verdict (I11), never the run's error.
+        unreadable = f"the backup is unreadable: {error}"
+        return {"events": [], "outbox": [], "store_integrity": unreadable}
     state = _store_part(part)
     state["store_integrity"] = integrity(part, "store", backup)
     return state
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB: what SQLite says of a damaged file.
+_DAMAGED = (11, 26)
+
+
+def _damaged(error):
+    """Whether `error` is SQLite finding a file damaged (not a lock, not a
+    missing file, not the store's own mistake)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _DAMAGED
+    text = str(error)
+    return "malformed" in text or "not a database" in text

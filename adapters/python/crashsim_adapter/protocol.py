@@ -426,8 +426,17 @@ class _Server:
         path = r.get("path")
         if not isinstance(path, str) or not path:
             raise Invalid("`backup` needs a `path`")
-        store.backup(settings, path)
-        return {}
+        part = r.get("part", 0)
+        if not isinstance(part, int) or part < 0:
+            raise Invalid("`backup`'s `part` is a count from 0")
+        # A backup in parts (a file set copied one file at a time) answers
+        # True to be asked for its next part later, with `part` (from 1).
+        more = (
+            store.backup(settings, path, part=part)
+            if part
+            else store.backup(settings, path)
+        )
+        return {"more": True} if more else {}
 
     def dump(self, r):
         settings = self.need_settings()

@@ -3,11 +3,13 @@ class with a `backup` classmethod and dispatches `backup` with its path;
 `dump` with a `path` reads the store's part of that backup through the
 store's own `dump`, and a backup whose file is gone says so. The example
 copies with SQLite's backup API (WAL included); `--bug backup_db_file_only`
-copies the main file alone and leaves the WAL's commits behind."""
+copies the main file alone and leaves the WAL's commits behind, and `--bug
+backup_file_set_unlocked` copies the file set in two parts (`-wal`, then a
+checkpoint and the main file), which tears when the store grew between."""
 
 import os
 
-from tests.driver import AdapterCase, append_two
+from tests.driver import AdapterCase, append_two, command
 
 
 class SdkBackupTest(AdapterCase):
@@ -46,6 +48,54 @@ class SdkBackupTest(AdapterCase):
         state = self.backup("--bug", "backup_db_file_only")
         self.assertEqual(state["events"], [])
         store.close()
+
+    def test_a_file_set_copied_in_parts_while_the_store_grows_is_torn(self):
+        bug = ("--bug", "backup_file_set_unlocked")
+        store = self.appended(*bug)
+        path = os.path.join(self.dir, "store.db.backup-1")
+        first = self.spawn(*bug, purpose="backup")
+        self.assertEqual(first.ok("backup", path=path), {"more": True})
+        first.close()
+        self.assertTrue(os.path.exists(path + "-wal"), "the -wal file first")
+        self.assertFalse(os.path.exists(path), "the main file in a later part")
+        for seq in range(1, 200):
+            store.ok(
+                "append",
+                workflow_id="w",
+                expected_seq=seq,
+                kind="e",
+                payload='{"note": "%s"}' % ("x" * 200),
+                commands=[command("a", "{}")],
+            )
+        second = self.spawn(*bug, purpose="backup")
+        self.assertEqual(second.ok("backup", path=path, part=1), {})
+        second.close()
+        dumper = self.spawn(*bug, purpose="dump")
+        state = dumper.ok("dump", path=path)
+        dumper.close()
+        # Pages from the first moment laid over a file from the second.
+        self.assertTrue(
+            state["store_integrity"].startswith("the backup is unreadable"), state
+        )
+        store.close()
+
+    def test_a_damaged_backup_is_a_verdict_not_an_error(self):
+        self.setup_example()
+        path = os.path.join(self.dir, "store.db.backup-1")
+        with open(path, "wb") as file:
+            file.write(b"SQLite format 3\x00" + b"\xff" * 4080)
+        dumper = self.spawn(purpose="dump")
+        state = dumper.ok("dump", path=path)
+        self.assertEqual((state["events"], state["outbox"]), ([], []))
+        self.assertTrue(
+            state["store_integrity"].startswith("the backup is unreadable"), state
+        )
+
+    def test_backup_parts_count_from_zero(self):
+        self.setup_example()
+        backup = self.spawn(purpose="backup")
+        path = os.path.join(self.dir, "store.db.backup-1")
+        self.assertEqual(backup.error("backup", path=path, part=-1)["kind"], "invalid")
 
     def test_a_backup_whose_file_is_gone_says_so(self):
         self.setup_example()

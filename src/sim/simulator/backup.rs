@@ -16,7 +16,7 @@ use super::state::{Event, Phase};
 use super::{SimError, Simulator};
 use crate::actors::ActorId;
 use crate::prng::Prng;
-use crate::store::{Snapshot, StoreError, System};
+use crate::store::{Backed, Snapshot, StoreError, System};
 use crate::trace::Op;
 
 /// A backup that completed, as read back after the run.
@@ -47,13 +47,17 @@ impl Simulator<'_> {
             .enumerate()
         {
             let n = u32::try_from(index + 1).unwrap_or(u32::MAX);
-            self.queue.push(tick, Event::Backup { n, attempt: 0 });
+            self.queue.push(tick, Event::Backup { n, part: 0, attempt: 0 });
         }
     }
 
-    /// The `n`-th backup, now. A lock it cannot pass sends it back to the
-    /// queue (at most a few times: an operator's backup job retries too).
-    pub(super) fn backup(&mut self, n: u32, attempt: u32) {
+    /// The `n`-th backup's `part`-th part (from 0), now. A lock it cannot
+    /// pass sends it back to the queue (at most a few times: an operator's
+    /// backup job retries too). A store that copies in parts
+    /// (`Backed::More`) gets its next part after the actors moved;
+    /// a power cut or a restore in between ends it, as it ends the
+    /// operator's script.
+    pub(super) fn backup(&mut self, n: u32, part: u32, attempt: u32) {
         if self.phase != Phase::Faults {
             return;
         }
@@ -61,9 +65,17 @@ impl Simulator<'_> {
             return;
         }
         let dest = path(&self.store_path, n);
+        if part > 0 && self.backups_in_parts.get(&n) != Some(&(self.recoveries.len(), self.restores.len())) {
+            let restored = self
+                .backups_in_parts
+                .remove(&n)
+                .is_some_and(|(_, restores)| restores != self.restores.len());
+            self.record(ActorId::SIM, Op::BackupAbandoned { n, restored });
+            return;
+        }
         let inside = self.inside_calls();
         let mut armed = false;
-        if attempt == 0 {
+        if part == 0 && attempt == 0 {
             self.record(ActorId::SIM, Op::Backup { n });
             let backup = self.scenario.backup.unwrap_or_default();
             if let Some(power) = &mut self.power {
@@ -80,7 +92,7 @@ impl Simulator<'_> {
             }
         }
         let taken = match self.system.as_deref_mut() {
-            Some(system) => system.backup(&dest),
+            Some(system) => system.backup(&dest, part),
             None => return,
         };
         let killed = armed && inside.is_some_and(|inside| inside.control.disarm_kill());
@@ -94,7 +106,20 @@ impl Simulator<'_> {
             return;
         }
         match taken {
-            Ok(()) => {
+            Ok(Backed::More) => {
+                self.record(ActorId::SIM, Op::BackupPart { n, part: part + 1 });
+                self.backups_in_parts
+                    .insert(n, (self.recoveries.len(), self.restores.len()));
+                let gap = 1 + Prng::derive(self.seed, &format!("backup/parts/{n}/{part}")).below(PART_GAP_TICKS);
+                let next = Event::Backup {
+                    n,
+                    part: part + 1,
+                    attempt: 0,
+                };
+                self.queue.push(self.now + gap, next);
+            }
+            Ok(Backed::Complete) => {
+                self.backups_in_parts.remove(&n);
                 self.record(ActorId::SIM, Op::BackedUp { n });
                 self.backups_taken.push((n, self.recoveries.len()));
             }
@@ -104,6 +129,7 @@ impl Simulator<'_> {
                     self.now + delay,
                     Event::Backup {
                         n,
+                        part,
                         attempt: attempt + 1,
                     },
                 );
@@ -154,3 +180,7 @@ const BUSY_RETRIES: u32 = 8;
 
 /// A killed backup dies at one of its first this many persistence points.
 const KILL_WINDOW: u64 = 8;
+
+/// A backup copied in parts copies its next part within this many ticks:
+/// long enough for writers to commit, and a store to checkpoint, between.
+const PART_GAP_TICKS: u64 = 200;

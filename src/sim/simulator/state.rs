@@ -30,9 +30,11 @@ pub(super) enum Event {
     Script {
         index: usize,
     },
-    /// The `n`-th backup (`backup.rs`), tried for the `attempt`-th time.
+    /// The `n`-th backup (`backup.rs`), its `part`-th part (from 0), tried
+    /// for the `attempt`-th time.
     Backup {
         n: u32,
+        part: u32,
         attempt: u32,
     },
     /// The `n`-th restore (`restore.rs`).

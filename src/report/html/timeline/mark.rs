@@ -163,6 +163,8 @@ pub(super) fn classify(event: &TraceEvent) -> Option<(ActorId, Mark)> {
         Op::DedupPurged { .. } => Mark::Purge,
         Op::ClockStep { .. } => Mark::ClockStep,
         Op::Backup { .. }
+        | Op::BackupPart { .. }
+        | Op::BackupAbandoned { .. }
         | Op::BackedUp { .. }
         | Op::BackupFailed { .. }
         | Op::BackupKilled { .. }
@@ -222,6 +224,8 @@ pub(super) fn eventful(op: &Op) -> bool {
         | Op::Skew { .. }
         | Op::ClockStep { .. }
         | Op::Backup { .. }
+        | Op::BackupPart { .. }
+        | Op::BackupAbandoned { .. }
         | Op::BackedUp { .. }
         | Op::BackupFailed { .. }
         | Op::BackupKilled { .. }
