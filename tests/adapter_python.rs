@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::example::{adapter, assert_passes, caught, example, first_violation, options, runs};
+use common::example::{adapter, assert_passes, caught, example, faulty, first_violation, options, runs};
 use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::adapter::{Adapter, ProcessRecord};
 use crashsim::check::Invariant;
@@ -323,11 +323,6 @@ fn every_process_of_a_run_is_gone_when_it_ends() {
         let alive = unsafe { libc::kill(process.pid as libc::pid_t, 0) == 0 };
         assert!(!alive, "{} ({}) is gone", process.label, process.pid);
     }
-}
-
-fn faulty(mode: &str) -> Option<String> {
-    let script = root().join("tests/fixtures/adapters/faulty_store.py");
-    Some(format!("{} {} {mode}", python()?, script.display()))
 }
 
 #[test]

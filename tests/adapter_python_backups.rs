@@ -11,15 +11,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::example::{adapter, assert_passes, example, first_violation, options, runs};
+use common::example::{adapter, assert_passes, example, faulty, first_violation, options, runs};
 use common::{crashsim, load, python, root, stderr, stdout, work_dir};
 use crashsim::check::Invariant;
 use crashsim::runner::run_seed;
-
-fn faulty(mode: &str) -> Option<String> {
-    let script = root().join("tests/fixtures/adapters/faulty_store.py");
-    Some(format!("{} {} {mode}", python()?, script.display()))
-}
 
 /// The example takes online backups through the SDK (`backup`, and `dump`
 /// of a backup's path): the backup scenario passes at both granularities,

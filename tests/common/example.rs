@@ -72,3 +72,9 @@ pub fn first_failing(bug: &str, scenario: &str) -> Option<SeedResult> {
         .map(|seed| run_seed(&loaded, seed, &options(dir.path(), &adapter)).expect("seed runs"))
         .find(|result| !result.ok)
 }
+
+/// A store that misbehaves as `mode` says (tests/fixtures/adapters/faulty_store.py).
+pub fn faulty(mode: &str) -> Option<String> {
+    let script = root().join("tests/fixtures/adapters/faulty_store.py");
+    Some(format!("{} {} {mode}", python()?, script.display()))
+}
