@@ -192,3 +192,33 @@ fn restores_give_the_same_trace_in_two_directories() {
     assert!(first.ok, "{:#?}", first.violations);
     assert!(first.backups.restored > 0, "seed 1 made no restore");
 }
+
+/// Backups in parts and restores with each connection in a process of its
+/// own (`--mode process`, the store served by `crashsim serve`, each backup
+/// part on a process of its own): two runs of a seed, one trace
+/// (`--check-determinism` runs each seed twice and compares).
+#[test]
+fn backups_in_parts_and_restores_are_deterministic_in_process_mode() {
+    for args in [
+        &["backups", "--seed", "1", "--mutant", "backup_file_set_unlocked"][..],
+        &["restores", "--seed", "1"][..],
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--mode", "process", "--check-determinism", "--no-report"]);
+        let output = common::crashsim(&all);
+        let text = common::stdout(&output);
+        assert!(!text.contains("D1"), "{args:?}: {text}");
+        let expected = if args.contains(&"backup_file_set_unlocked") {
+            1
+        } else {
+            0
+        };
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{args:?}: {text}{}",
+            common::stderr(&output)
+        );
+    }
+}
