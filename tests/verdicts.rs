@@ -288,3 +288,65 @@ fn a_full_work_directory_exits_2_with_sqlites_words_and_no_violation() {
         "no work directory is left behind"
     );
 }
+
+/// The reference, whose backups go to a disk with one page free: the
+/// backup's destination cannot be written.
+struct CrampedBackups;
+
+struct CrampedBackupSystem(ReferenceSystem);
+
+impl Implementation for CrampedBackups {
+    fn name(&self) -> &str {
+        "cramped_backups"
+    }
+
+    fn description(&self) -> &str {
+        "the reference, its backups written to a disk with one page free"
+    }
+
+    fn system(&self, config: &SystemConfig) -> store::Result<Box<dyn System>> {
+        Ok(Box::new(CrampedBackupSystem(ReferenceSystem::create(config)?)))
+    }
+
+    fn backups(&self) -> bool {
+        true
+    }
+}
+
+impl System for CrampedBackupSystem {
+    fn open_store(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Store>> {
+        self.0.open_store(who)
+    }
+
+    fn open_receiver(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Receiver>> {
+        self.0.open_receiver(who)
+    }
+
+    fn dump(&mut self) -> store::Result<Snapshot> {
+        self.0.dump()
+    }
+
+    fn backup(&mut self, dest: &Path, _part: u32) -> store::Result<store::Backed> {
+        let config = &self.0.config;
+        let source = store::connection::open(&config.store_path, &config.store_sqlite)?;
+        let mut target = store::connection::open(dest, &config.store_sqlite)?;
+        target.pragma_update(None, "max_page_count", 1)?;
+        rusqlite::backup::Backup::new(&source, &mut target)?.step(-1)?;
+        Ok(store::Backed::Complete)
+    }
+}
+
+/// A backup whose destination cannot be written (the disk is full) is the
+/// machine's error, never a finding about the store's backups.
+#[test]
+fn a_backup_destination_that_cannot_be_written_is_an_environment_error() {
+    let dir = work_dir();
+    let loaded = load("scenarios/backups.toml");
+    let error = run_seed_on(&loaded, &CrampedBackups, 0, &options(dir.path()), FaultSource::Drawn)
+        .expect_err("a full disk gives no verdict");
+    assert_eq!(error.kind(), ErrorKind::Environment, "{error}");
+    assert!(
+        error.cause().contains("backup #1") && error.cause().contains("full"),
+        "{error}"
+    );
+}
