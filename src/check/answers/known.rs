@@ -275,13 +275,28 @@ impl Known {
     }
 
     /// The writer whose open transaction wrote `place`, if one does now.
-    /// What a read may answer when its call began at `start` and answered
-    /// at `self` (a call suspended inside the store, `[preempt]`): its
-    /// snapshot is from some moment between. What was certain at `start`
-    /// must show; what committed or was marked in between may or may not;
-    /// what never committed by the end must not.
-    pub fn widened(start: &Known, end: &Known) -> Known {
-        let mut maybe: BTreeSet<Place> = start.maybe.union(&end.maybe).cloned().collect();
+    /// What a suspended read's window needs of the moment its call began
+    /// (`widened`): the committed history, the rows and marks, and what
+    /// was uncertain; nothing else is cloned.
+    pub fn at_start(&self) -> Known {
+        Known {
+            committed: self.committed.clone(),
+            maybe: self.maybe.clone(),
+            rows: self.rows.clone(),
+            touched: self.touched.clone(),
+            marked: self.marked.clone(),
+            ..Known::default()
+        }
+    }
+
+    /// What a read may answer when its call began at `start` (`at_start`)
+    /// and answered at `end` (a call suspended inside the store,
+    /// `[preempt]`): its snapshot is from some moment between. What was
+    /// certain at `start` must show; what committed or was marked in
+    /// between may or may not; what never committed by the end must not.
+    pub fn widened(start: Known, end: &Known) -> Known {
+        let mut maybe = start.maybe;
+        maybe.extend(end.maybe.iter().cloned());
         for (workflow_id, events) in &end.committed {
             let before = start.committed.get(workflow_id);
             for (seq, (kind, _)) in events {
@@ -290,13 +305,20 @@ impl Known {
                 }
             }
         }
+        let mut touched = start.touched;
+        touched.extend(end.touched.iter().cloned());
         Known {
-            committed: start.committed.clone(),
+            committed: start.committed,
             maybe,
-            rows: start.rows.clone(),
-            marked: start.marked.clone(),
-            touched: start.touched.union(&end.touched).cloned().collect(),
-            ..end.clone()
+            unwritten: end.unwritten.clone(),
+            open: end.open.clone(),
+            rows: start.rows,
+            touched,
+            batches: end.batches.clone(),
+            sending: end.sending.clone(),
+            marked: start.marked,
+            blind: end.blind,
+            leases: end.leases.clone(),
         }
     }
 

@@ -71,10 +71,13 @@ pub fn judge_all(
         if known.blind {
             break;
         }
-        if let Op::Preempted { .. } = event.op {
-            suspended
-                .entry(event.actor)
-                .or_insert_with(|| (known.clone(), known.leases.clock(event.actor, event.tick)));
+        if let Op::Preempted { step, .. } = &event.op {
+            // Only reads are judged by their window.
+            if READS.contains(&step.as_str()) {
+                suspended
+                    .entry(event.actor)
+                    .or_insert_with(|| (known.at_start(), known.leases.clock(event.actor, event.tick)));
+            }
             known.observe(event, &mut recoveries);
             continue;
         }
@@ -92,13 +95,18 @@ pub fn judge_all(
             (claims, clock)
         });
         match began {
-            Some((start, _)) => judge(&Known::widened(&start, &known), claim, event, &mut found),
+            Some((start, _)) => judge(&Known::widened(start, &known), claim, event, &mut found),
             None => judge(&known, claim, event, &mut found),
         }
         known.observe(event, &mut recoveries);
     }
     found.into_violations()
 }
+
+/// The steps whose answers `judge` reads (`load`'s, `commands`'s
+/// `Awaiting`, `heads`, `pending`, `claim`): a suspended one is judged by
+/// the window its call spanned.
+const READS: [&str; 5] = ["load", "commands", "heads", "pending", "claim"];
 
 /// One answer against what the trace fixes; `claim`, for a claim in a run
 /// with leases, is what it was asked with.
