@@ -12,10 +12,5 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = crashsim::cli::Cli::parse();
-    // This executable serves built-in stores one process per connection
-    // where a scenario suspends calls inside SQLite (`[preempt]`).
-    if let Ok(exe) = std::env::current_exe() {
-        crashsim::runner::serve_builtins_with(exe);
-    }
     crashsim::cli::main(cli).into()
 }

@@ -2,7 +2,7 @@
 //! suspension inside the store's calls, on the tiny scope
 //! `scenarios/explore/two_receivers.toml`.
 //!
-//! - the reference (served one process per connection) holds in every
+//! - the reference (in-process, its calls on coroutines) holds in every
 //!   schedule, and the count of schedules is the count of points plus one;
 //! - the `lookup_outside_txn` mutant and the Python example's bug of the
 //!   same name fail in some schedule, with I2, and the capsule written for

@@ -242,14 +242,9 @@ fn short_retention_lets_the_reference_apply_a_late_retry_twice() {
     );
 }
 
-/// Calls suspended inside SQLite park the connection's process: the
-/// reference runs one `crashsim serve` process per connection, as the CLI
-/// runs it for this scenario. Fewer seeds: a process per connection costs
-/// some five times an in-process seed (`docs/performance.md`).
+/// Calls suspended inside SQLite: the reference's connections run their
+/// calls on coroutines of their own (`sim::baton`), as the CLI runs them.
 #[test]
 fn interleave() {
-    let command = format!("{} serve reference", env!("CARGO_BIN_EXE_crashsim"));
-    let adapter = crashsim::adapter::Adapter::probe(&command, std::time::Duration::from_secs(30), true)
-        .expect("crashsim serve answers its handshake");
-    passes_on("interleave", None, 40, Sut::Adapter(std::sync::Arc::new(adapter)));
+    passes("interleave");
 }

@@ -222,20 +222,22 @@ impl<'a> Harness<'a> {
         self
     }
 
-    /// Runs every seed and judges it. `Ok` whatever the verdicts (see
-    /// [`RunOutcome::passed`]); `Err` only when there is no verdict to give.
     /// Runs scenarios that suspend calls inside the store's SQLite
     /// (`[preempt]`) with each connection in a process of its own, as
-    /// crashsim serves its own stores: this program, started again with
-    /// `CRASHSIM_SERVE` set, whose `main` must first call
-    /// [`serve_if_asked`](crate::adapter::serve::serve_if_asked). A call
-    /// made in this process cannot be suspended midway; a process can
-    /// (docs/rust-library.md). Other scenarios run in this process as before.
+    /// `--mode process` serves crashsim's own stores: this program, started
+    /// again with `CRASHSIM_SERVE` set, whose `main` must first call
+    /// [`serve_if_asked`](crate::adapter::serve::serve_if_asked). Without
+    /// it such scenarios run in this process, each connection's calls on a
+    /// coroutine of its own (`sim::baton`), which is faster; a process also
+    /// dies for real at a kill (docs/rust-library.md). Other scenarios run
+    /// in this process as before.
     pub fn serve_from_this_program(mut self) -> Harness<'a> {
         self.serve_self = true;
         self
     }
 
+    /// Runs every seed and judges it. `Ok` whatever the verdicts (see
+    /// [`RunOutcome::passed`]); `Err` only when there is no verdict to give.
     pub fn run(&self) -> Result<RunOutcome, HarnessError> {
         let loaded = self.loaded()?;
         if self.too_many_seeds {

@@ -13,7 +13,6 @@ mod error;
 mod pin;
 mod result;
 pub mod selection;
-mod served;
 mod sweep;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +21,6 @@ use std::sync::Arc;
 pub use error::{ErrorKind, RunError};
 pub use result::SeedResult;
 pub use selection::{Partition, Selection};
-pub use served::serve_builtins_with;
 pub use sweep::{Ended, Sweep, in_parallel, run_seeds, sweep};
 
 use crate::adapter::Adapter;
@@ -106,14 +104,6 @@ fn run_seed_once(loaded: &Loaded, seed: u64, options: &Options, faults: FaultSou
         Sut::Scenario => {
             let store = &loaded.scenario.store;
             let implementation = crate::mutants::resolve(store).ok_or_else(|| RunError::UnknownStore(store.clone()))?;
-            // A scenario that suspends calls runs the store in processes.
-            // (`group_commit` shares one committer between connections.)
-            if loaded.scenario.preempt.is_some()
-                && store != "group_commit"
-                && let Some(adapter) = served::adapter(store).map_err(RunError::Unsupported)?
-            {
-                return run_seed_on(loaded, &*adapter, seed, options, faults);
-            }
             run_seed_on(loaded, implementation, seed, options, faults)
         }
         Sut::Adapter(adapter) => run_seed_on(loaded, &**adapter, seed, options, faults),

@@ -11,6 +11,7 @@
 //! thread waits for nothing but the clock. A busy answer is a scheduling
 //! outcome instead: the actor retries the same step later.
 
+pub mod baton;
 pub mod gate;
 pub mod net;
 pub mod power;

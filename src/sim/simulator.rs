@@ -232,13 +232,17 @@ impl<'a> Simulator<'a> {
                 .or(outside_clock)
                 .and_then(|vfs| vfs.shared_dir()),
         };
-        let preempt = preempt::drawn(scenario, seed);
-        let preemption = preempt::setup(
-            preempt.as_ref(),
-            implementation,
-            power.as_ref().map(|power| power.vfs).or(outside_clock),
-        )?;
-        let mut system = implementation.system(&config).map_err(SimError::Setup)?;
+        let run_vfs = power.as_ref().map(|power| power.vfs).or(outside_clock);
+        let mut preempt = preempt::drawn(scenario, seed);
+        // A swarm suspends only a store whose calls can be; a scenario's
+        // own `[preempt]` refuses any other (`preempt::setup`).
+        let unsuspendable = scenario.faults.swarm && !preempt::suspendable(implementation, run_vfs);
+        if unsuspendable {
+            preempt = None;
+        }
+        let preemption = preempt::setup(preempt.as_ref(), implementation, run_vfs)?;
+        let system = implementation.system(&config).map_err(SimError::Setup)?;
+        let mut system = preempt::system(preemption.as_ref(), system);
         let observer = system.open_observer().map_err(SimError::Setup)?;
         if let Some(preemption) = &preemption {
             preemption.loaded(implementation)?;
@@ -251,7 +255,10 @@ impl<'a> Simulator<'a> {
         let mut plan = scenario.fault_plan();
         if scenario.faults.swarm {
             plan = plan.swarm(&mut Prng::derive(seed, "swarm"));
-            plan.preempt = preempt.as_ref().map(crate::scenario::Preempt::describe);
+            plan.preempt = match unsuspendable && scenario.preempt.is_some() {
+                true => Some("preempt=unsupported".to_string()),
+                false => preempt.as_ref().map(crate::scenario::Preempt::describe),
+            };
         }
         plan.default_synchronous = default_synchronous;
         let world = World::new(scenario, &plan, seed, implementation.engine(), implementation.roles());

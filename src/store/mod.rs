@@ -500,6 +500,13 @@ pub trait Implementation: Send + Sync {
     fn in_process(&self) -> bool {
         true
     }
+    /// Whether a call of one of its connections can be suspended inside
+    /// its SQLite while other connections' calls run (`[preempt]`, in
+    /// this process: `sim::baton`). True unless its connections share
+    /// state, such as one committer for all of them.
+    fn suspendable_in_process(&self) -> bool {
+        true
+    }
     /// Whether its stores implement leases (`Store::claim` and
     /// `Store::mark_done_leased`). A scenario with `[leases]` refuses an
     /// implementation without them (no verdict); false by default.

@@ -15,6 +15,8 @@
 //! - `crash`: the crash VFS's hooks over those.
 //! - `preempt`: scheduling points inside SQLite, and parking a store's
 //!   process at one until crashsim lets it go on.
+//! - `local`: the same suspensions for a store in crashsim's own process,
+//!   whose connections crashsim runs on coroutines.
 //! - `statements`: the SQL a store's connections started while preemption
 //!   was live, so a suspension names the statements around it.
 //! - `extension`: the loadable extension's entry point.
@@ -24,6 +26,7 @@ pub mod crash;
 pub mod disk;
 pub mod extension;
 pub mod ffi;
+pub mod local;
 pub mod log;
 pub mod memory;
 pub mod preempt;

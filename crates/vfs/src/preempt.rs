@@ -244,11 +244,7 @@ impl Control {
     /// Parks this process at `at` until crashsim resumes it (or kills it).
     /// Tells crashsim through the FIFO in `dir`; if nobody reads it, goes on.
     pub fn park(&self, at: At, dir: &Path) {
-        let ticket = self.park_seq.fetch_add(1, Ordering::AcqRel) + 1;
-        self.park_kind.store(at.kind.index() as u64, Ordering::Release);
-        self.park_detail.store(at.detail, Ordering::Release);
-        self.park_ticket.store(ticket, Ordering::Release);
-        self.parks[at.kind.index()].fetch_add(1, Ordering::AcqRel);
+        let ticket = self.note_park(at);
         if !notify(dir) {
             return;
         }
@@ -260,6 +256,17 @@ impl Control {
             }
             wait(&self.resume, seen);
         }
+    }
+
+    /// A park at `at`, written where crashsim reads it (`parked`) and
+    /// counted: its ticket.
+    pub fn note_park(&self, at: At) -> u64 {
+        let ticket = self.park_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        self.park_kind.store(at.kind.index() as u64, Ordering::Release);
+        self.park_detail.store(at.detail, Ordering::Release);
+        self.park_ticket.store(ticket, Ordering::Release);
+        self.parks[at.kind.index()].fetch_add(1, Ordering::AcqRel);
+        ticket
     }
 
     /// crashsim's side: the point the last park was at, and its ticket.

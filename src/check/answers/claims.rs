@@ -43,19 +43,25 @@ pub fn judge_claim(known: &Known, claims: Claims, clock: u64, answer: &[Claimed]
         return None;
     }
     let leases = &known.leases;
-    // The latest expiry an unseen claim may have stored on a row committed at `committed`.
-    let unseen = |committed: u64| {
+    // The latest expiry an unseen claim may have stored on a row that may
+    // have been seen from `landed` on.
+    let unseen = |landed: u64| {
         leases
             .unseen
             .iter()
-            .filter(|(tick, _)| *tick >= committed)
+            .filter(|(tick, _)| *tick >= landed)
             .map(|(_, clock)| clock.saturating_add(claims.lease_ticks))
             .max()
     };
     let left_out: Vec<(&String, String)> = known
         .due()
         .filter(|(command_id, _)| !answer.iter().any(|claimed| &claimed.command_id == *command_id))
-        .filter(|(_, committed)| unseen(**committed).is_none_or(|until| until < clock))
+        // An unseen claim may have taken the row from the moment it may
+        // have landed (a commit suspended after it landed answers later).
+        .filter(|(command_id, committed)| {
+            let landed = known.landed.get(*command_id).copied().unwrap_or(**committed);
+            unseen(landed).is_none_or(|until| until < clock)
+        })
         .filter_map(|(command_id, committed)| match leases.latest.get(command_id) {
             None => Some((command_id, format!("never claimed, committed at tick {committed}"))),
             Some(held) if held.expires < clock => Some((

@@ -31,6 +31,9 @@ struct Open {
     seq: u64,
     kind: String,
     stage: Stage,
+    /// When it was first queued or its call suspended: it may be visible
+    /// to others from then on.
+    queued_at: Option<u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,6 +59,10 @@ pub struct Known {
     open: BTreeMap<ActorId, Open>,
     /// Outbox rows committed, with the tick.
     pub rows: BTreeMap<String, u64>,
+    /// The earliest tick each committed row may have been seen from: its
+    /// commit's, or the first suspension (or queueing) of the call that
+    /// committed it, which may have landed before it answered.
+    pub landed: BTreeMap<String, u64>,
     /// Rows no longer judged due: marked, maybe marked, or given a retry timer.
     pub touched: BTreeSet<String>,
     /// Each worker's last batch, as its `pending` answered it.
@@ -90,6 +97,7 @@ impl Known {
                     seq: expected_seq + 1,
                     kind: kind.clone(),
                     stage: Stage::Decided,
+                    queued_at: None,
                 };
                 self.open.insert(actor, open);
             }
@@ -118,6 +126,7 @@ impl Known {
                     && open.stage != Stage::Queued
                 {
                     open.stage = Stage::Queued;
+                    open.queued_at = Some(event.tick);
                     self.maybe.insert(place(open));
                 }
             }
@@ -131,10 +140,16 @@ impl Known {
                     && open.stage != Stage::Queued
                 {
                     open.stage = Stage::Queued;
+                    open.queued_at = Some(event.tick);
                     self.maybe.insert(place(open));
                 }
             }
             Op::Commit { appended } => {
+                let landed = self
+                    .open
+                    .get(&actor)
+                    .and_then(|open| open.queued_at)
+                    .unwrap_or(event.tick);
                 for append in appended {
                     self.committed
                         .entry(append.workflow_id.clone())
@@ -142,6 +157,7 @@ impl Known {
                         .insert(append.seq, (append.kind.clone(), event.tick));
                     for command_id in &append.command_ids {
                         self.rows.entry(command_id.clone()).or_insert(event.tick);
+                        self.landed.entry(command_id.clone()).or_insert(landed);
                     }
                 }
                 // A receiver's commit is no append.
@@ -283,6 +299,7 @@ impl Known {
             committed: self.committed.clone(),
             maybe: self.maybe.clone(),
             rows: self.rows.clone(),
+            landed: self.landed.clone(),
             touched: self.touched.clone(),
             marked: self.marked.clone(),
             ..Known::default()
@@ -313,6 +330,7 @@ impl Known {
             unwritten: end.unwritten.clone(),
             open: end.open.clone(),
             rows: start.rows,
+            landed: start.landed,
             touched,
             batches: end.batches.clone(),
             sending: end.sending.clone(),

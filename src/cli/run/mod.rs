@@ -475,13 +475,13 @@ fn run_scenario(
     Ok(summary)
 }
 
-/// The header's store: built-in stores are served one process per
-/// connection for scenarios that suspend calls (`runner::served`).
+/// The header's store: a built-in store's calls run on coroutines where a
+/// scenario suspends them (`sim::baton`).
 fn describe_store(choice: &Choice, scenarios: &[Loaded]) -> String {
     let suspends = scenarios.iter().any(|loaded| loaded.scenario.preempt.is_some());
     match choice {
         Choice::Builtin if suspends => {
-            "in-process, but one `crashsim serve` process per connection where [preempt] suspends calls".to_string()
+            "in-process, each connection's calls on a coroutine of its own where [preempt] suspends them".to_string()
         }
         choice => choice.describe(),
     }

@@ -252,7 +252,8 @@ impl Simulator<'_> {
     /// its own dump (through the run's VFS): what it finds when it starts
     /// again after a cut or a restore. The new system is the run's.
     pub(super) fn start_again(&mut self) -> Result<Snapshot, StoreError> {
-        self.implementation.system(&self.config).and_then(|mut system| {
+        self.implementation.system(&self.config).and_then(|system| {
+            let mut system = super::preempt::system(self.preemption.as_ref(), system);
             let snapshot = system.dump();
             self.system = Some(system);
             snapshot

@@ -4,7 +4,8 @@
 //! phase), and after it disarms it. A step whose call parked answers
 //! `Next::Preempted`; the actor waits 1..=`hold_ticks_max` ticks while the
 //! others run, then asks the same call again, which goes on where it
-//! stopped (`adapter::rendezvous`).
+//! stopped (`adapter::rendezvous` for a store's process, `sim::baton` for
+//! an in-process store's coroutine).
 //!
 //! In the quiet phase nothing is armed, but preemption stays live: a wait
 //! for a lock still parks, so a call suspended in the fault phase that
@@ -19,7 +20,8 @@ use crate::faults::{Fault, Injected, StepPoints, SuspensionCount};
 use crate::prng::Prng;
 use crate::ratio::Ratio;
 use crate::scenario::{Preempt, Scenario};
-use crate::store::Implementation;
+use crate::sim::baton::BatonSystem;
+use crate::store::{Implementation, System};
 use crate::trace::Ran;
 use crate::vfs::CrashVfs;
 
@@ -30,6 +32,9 @@ const LOOKAHEAD: u64 = 4_096;
 /// A run's preemption: the shared control region and the scenario's section.
 pub(super) struct Preemption {
     control: &'static crashsim_vfs::control::Control,
+    /// The store lives in this process: its calls park on the baton
+    /// (`sim::baton`), not at the FIFO.
+    local: bool,
     rate: Ratio,
     hold_ticks_max: u64,
     /// The points reached before the armed step began (`None` between
@@ -64,9 +69,6 @@ impl Preemption {
     }
 }
 
-/// Turns preemption on for a run that asks for it, before any process
-/// starts: only a store in processes of its own can be suspended inside a
-/// call, so anything else is refused (exit code 2), never run without it.
 /// The seed's suspensions: the scenario's `[preempt]`, or in a swarm the
 /// seed's own draw from it, from a stream of its own.
 pub(super) fn drawn(scenario: &Scenario, seed: u64) -> Option<Preempt> {
@@ -85,7 +87,19 @@ pub(super) fn steps(preemption: &mut Option<Preemption>) -> Vec<StepPoints> {
         .unwrap_or_default()
 }
 
-/// `preempt` is the scenario's section, or a swarm seed's draw from it.
+/// Whether `implementation`'s calls can be suspended: an outside store's
+/// processes (the run's VFS is shared with them), or an in-process store
+/// whose connections share nothing (`setup` says why not).
+pub(super) fn suspendable(implementation: &dyn Implementation, vfs: Option<CrashVfs>) -> bool {
+    vfs.is_some_and(|vfs| vfs.shared_dir().is_some())
+        || (implementation.in_process() && implementation.suspendable_in_process())
+}
+
+/// Turns preemption on for a run that asks for it, before any process
+/// starts: an outside store's processes park at the FIFO, an in-process
+/// store's calls on the baton (`sim::baton`); a store that can be neither
+/// is refused (exit code 2), never run without it. `preempt` is the
+/// scenario's section, or a swarm seed's draw from it.
 pub(super) fn setup(
     preempt: Option<&Preempt>,
     implementation: &dyn Implementation,
@@ -100,21 +114,32 @@ pub(super) fn setup(
         return Ok(None);
     };
     let unsupported = |why: String| SimError::Unsupported(format!("the store `{}`", implementation.description()), why);
-    let Some(vfs) = vfs.filter(|vfs| vfs.shared_dir().is_some()) else {
-        return Err(unsupported(
-            "[preempt]: a call is suspended inside the store's own SQLite by parking the \
-             connection's process, so the store must run in processes of its own: an outside \
-             store (--sut), or a built-in one, which the crashsim command serves one process per \
-             connection (a store given to the library API is, with \
-             Harness::serve_from_this_program and serve_if_asked first in main: \
-             docs/rust-library.md; group_commit shares one committer between connections)"
-                .to_string(),
-        ));
+    let (control, local) = match vfs.filter(|vfs| vfs.shared_dir().is_some()) {
+        // An outside store's processes park at the FIFO.
+        Some(vfs) => {
+            vfs.enable_preempt(&points)
+                .map_err(|error| SimError::Environment(format!("laying out the preemption FIFO: {error}")))?;
+            (vfs.control(), false)
+        }
+        // An in-process store's calls park on the baton.
+        None if implementation.in_process() && implementation.suspendable_in_process() => {
+            crate::sim::baton::install();
+            let control = crashsim_vfs::control::Control::leaked();
+            control.enable_preempt(&points);
+            (control, true)
+        }
+        None => {
+            return Err(unsupported(
+                "[preempt]: a call is suspended inside the store's own SQLite while other \
+                 connections' calls run, and this store's connections share state in this process \
+                 (group_commit: one committer for all of its writers)"
+                    .to_string(),
+            ));
+        }
     };
-    vfs.enable_preempt(&points)
-        .map_err(|error| SimError::Environment(format!("laying out the preemption FIFO: {error}")))?;
     Ok(Some(Preemption {
-        control: vfs.control(),
+        control,
+        local,
         rate,
         hold_ticks_max,
         step_began: None,
@@ -129,7 +154,7 @@ impl Preemption {
     /// After the set-up: evidence that the store's SQLite runs through
     /// crashsim's VFS extension, without which nothing can be suspended.
     pub(super) fn loaded(&self, implementation: &dyn Implementation) -> Result<(), SimError> {
-        if self.control.loads.load(Ordering::Acquire) > 0 {
+        if self.local || self.control.loads.load(Ordering::Acquire) > 0 {
             return Ok(());
         }
         Err(SimError::Unsupported(
@@ -139,6 +164,15 @@ impl Preemption {
              adapter loads it; its stderr says why it could not)"
                 .to_string(),
         ))
+    }
+}
+
+/// The run's `System` as the simulator drives it: an in-process store's
+/// stores and receivers on the baton when its calls may be suspended.
+pub(super) fn system(preemption: Option<&Preemption>, system: Box<dyn System>) -> Box<dyn System> {
+    match preemption {
+        Some(preemption) if preemption.local => Box::new(BatonSystem::new(system, preemption.control)),
+        _ => system,
     }
 }
 

@@ -30,6 +30,12 @@ impl Implementation for GroupCommit {
         false
     }
 
+    /// Its writers share one committer: a call suspended inside it would
+    /// hold it for all of them.
+    fn suspendable_in_process(&self) -> bool {
+        false
+    }
+
     fn system(&self, config: &SystemConfig) -> Result<Box<dyn System>> {
         // The same files and receivers as the reference; only appends differ.
         let reference = ReferenceSystem::create(config)?;

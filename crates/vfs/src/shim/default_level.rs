@@ -86,7 +86,10 @@ unsafe extern "C" fn on_open(db: *mut ffi::sqlite3, _error: *mut *mut c_char, _r
     }
     // SAFETY: `vfs` is a VFS `register` registered.
     let registered = unsafe { super::registered(vfs) };
-    if let (Some(control), Some(trace_v2)) = (registered.hooks.statements(), api.trace_v2) {
+    // A store's connection: one through a VFS that says so, or one opened
+    // by a call of an in-process store on crashsim's baton (`local`).
+    let statements = registered.hooks.statements().or_else(crate::local::running);
+    if let (Some(control), Some(trace_v2)) = (statements, api.trace_v2) {
         // SAFETY: `db` is the connection being opened; the context is a
         // control region that lives as long as the process.
         unsafe {

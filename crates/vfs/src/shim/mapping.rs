@@ -6,6 +6,8 @@ use std::ffi::{c_int, c_void};
 use std::ptr;
 
 use crate::ffi;
+use crate::local;
+use crate::preempt::At;
 
 use super::parts;
 
@@ -34,11 +36,17 @@ pub(super) unsafe extern "C" fn x_shm_lock(
     // SAFETY: see `parts`.
     unsafe {
         let (this, inner, methods) = parts(file);
+        // A dead call takes no lock (flag 1 is `SQLITE_SHM_UNLOCK`).
+        if flags & 1 == 0 && local::dead() {
+            return ffi::SQLITE_IOERR_SHMLOCK;
+        }
+        local::point(At::shm(offset, n, flags));
         this.hooks().shm_lock(offset, n, flags);
         let rc = methods
             .xShmLock
             .map_or(ffi::SQLITE_IOERR_SHMLOCK, |lock| lock(inner, offset, n, flags));
         if rc == ffi::SQLITE_BUSY {
+            local::refused(At::shm_busy(offset, n, flags));
             this.hooks().shm_lock_busy(offset, n, flags);
         }
         rc

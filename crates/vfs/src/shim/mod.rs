@@ -50,7 +50,9 @@ use std::{mem, ptr};
 use crate::ffi;
 
 use crate::ffi::Api;
+use crate::local;
 use crate::memory::Image;
+use crate::preempt::{At, Kind, file_role};
 
 mod default_level;
 mod error;
@@ -399,6 +401,9 @@ unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, a
     unsafe {
         let (this, inner, methods) = parts(file);
         let data = std::slice::from_raw_parts(buf as *const u8, usize::try_from(amount).unwrap_or(0));
+        if local::dead() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
         if let Err(code) = this.hooks().write(&this.view(), offset, data) {
             return code;
         }
@@ -416,6 +421,9 @@ unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_in
     // SAFETY: see `parts`.
     unsafe {
         let (this, inner, methods) = parts(file);
+        if local::dead() {
+            return ffi::SQLITE_IOERR_TRUNCATE;
+        }
         if let Err(code) = this.hooks().truncate(&this.view(), size) {
             return code;
         }
@@ -433,6 +441,10 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
     // SAFETY: see `parts`.
     unsafe {
         let (this, inner, methods) = parts(file);
+        if local::dead() {
+            return ffi::SQLITE_IOERR_FSYNC;
+        }
+        local::point(At::sync(file_role(this.view().path)));
         if let Err(code) = this.hooks().sync(&this.view(), flags) {
             return code;
         }
@@ -467,9 +479,15 @@ unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int
     // SAFETY: see `parts`.
     unsafe {
         let (this, inner, methods) = parts(file);
+        if local::dead() {
+            return ffi::SQLITE_IOERR_LOCK;
+        }
+        let role = file_role(this.view().path);
+        local::point(At::lock(Kind::Lock, level, role));
         this.hooks().lock(&this.view(), level);
         let rc = methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level));
         if rc == ffi::SQLITE_BUSY {
+            local::refused(At::busy(Some(level), role));
             this.hooks().lock_busy(&this.view(), level);
         }
         rc
@@ -480,6 +498,7 @@ unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_i
     // SAFETY: see `parts`.
     unsafe {
         let (this, inner, methods) = parts(file);
+        local::point(At::lock(Kind::Unlock, level, file_role(this.view().path)));
         this.hooks().unlock(&this.view(), level);
         methods
             .xUnlock

@@ -5,6 +5,7 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
 
 use crate::ffi;
+use crate::local;
 
 use super::registered;
 
@@ -25,6 +26,9 @@ pub(super) unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *cons
     unsafe {
         let hooks = &registered(vfs).hooks;
         let path = CStr::from_ptr(name).to_string_lossy();
+        if local::dead() {
+            return ffi::SQLITE_IOERR_DELETE;
+        }
         if let Err(code) = hooks.delete(&path, sync_dir != 0) {
             return code;
         }
@@ -139,6 +143,9 @@ pub(super) unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, size: c
 pub(super) unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, microseconds: c_int) -> c_int {
     // SAFETY: see `registered`.
     unsafe {
+        if local::slept() {
+            return microseconds;
+        }
         if let Some(answer) = registered(vfs).hooks.sleep(microseconds) {
             return answer;
         }

@@ -2,9 +2,9 @@
 //! (committed at tick 4) and 2:0 (tick 8), claimed with batches of 2 and
 //! leases of 10 ticks.
 
-use super::{Run, W, two_committed, worker};
+use super::{Run, W, decide, insert, two_committed, worker, writer};
 use crate::check::{Claims, Invariant};
-use crate::trace::{Claimed, Op, TraceEvent};
+use crate::trace::{Appended, Claimed, Op, TraceEvent};
 
 fn row(seq: u64) -> String {
     format!("{W}:{seq}:0")
@@ -142,4 +142,61 @@ fn without_leases_claims_are_not_judged() {
     let mut run = two_committed();
     claim(&mut run, 10, 0, 20, &[]);
     run.clean();
+}
+
+fn suspended(step: &str) -> Op {
+    Op::Preempted {
+        step: step.into(),
+        point: "xShmLock READ1 shared unlock".into(),
+        sql: None,
+        meanwhile: Vec::new(),
+    }
+}
+
+/// Row 1:0 committed by writer 0: its commit suspended at tick 4 (it may
+/// have landed then, `[preempt]`) when `suspended_commit`, answered at
+/// tick 9; worker 0's claim suspended at tick 5, unanswered; worker 1's
+/// claim at tick 10 answers nothing.
+fn landed_early(suspended_commit: bool) -> Run {
+    let mut run = Run::new();
+    run.claims = Some(Claims {
+        limit: 2,
+        lease_ticks: 10,
+    });
+    decide(&mut run, writer(0), 1, "a");
+    insert(&mut run, writer(0), 1);
+    if suspended_commit {
+        run.push(writer(0), suspended("commit"));
+    }
+    at(&mut run, 5, 0, suspended("claim"));
+    let commit = Op::Commit {
+        appended: vec![Appended {
+            workflow_id: W.into(),
+            expected_seq: 0,
+            seq: 1,
+            kind: "a".into(),
+            state: String::new(),
+            command_ids: vec![row(1)],
+        }],
+    };
+    run.events.push(TraceEvent {
+        tick: 9,
+        actor: writer(0),
+        op: commit,
+    });
+    claim(&mut run, 10, 1, 20, &[]);
+    run
+}
+
+/// A commit suspended after it landed answers later: a claim suspended
+/// in between may hold the row, unseen, and a claim that answers without
+/// it is no finding. Had the commit not been suspended, that claim began
+/// before the row existed, and the row was certainly claimable.
+#[test]
+fn a_row_whose_commit_was_suspended_may_be_held_by_a_claim_suspended_since() {
+    landed_early(true).clean();
+    landed_early(false).only(
+        Invariant::I1,
+        "left out trip-1:1:0 (never claimed, committed at tick 9)",
+    );
 }

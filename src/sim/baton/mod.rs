@@ -1,0 +1,328 @@
+//! The baton: an in-process store's calls suspended inside its own SQLite
+//! (`[preempt]`), with no process of their own.
+//!
+//! Each of the store's connections runs its calls on a coroutine of its own
+//! (`corosensei`: a stack of its own, switched to and from on the seed's one
+//! thread, in nanoseconds). At a scheduling point the shim asks the baton
+//! (`crashsim_vfs::local`): the call is counted in the run's control region
+//! and, at the armed point or a wait for a lock, its coroutine yields. The
+//! simulator goes on with other actors, and when the actor asks the same
+//! call again the coroutine resumes where SQLite stopped. Only one
+//! coroutine runs at a time, and where each suspension lands comes from the
+//! seed, so a run is as deterministic as one without suspensions.
+//!
+//! This is what a store's process does at the FIFO (`crashsim_vfs::preempt`),
+//! minus the process: the simulator's side is the same (`Control`'s
+//! points, parks and tickets), and the store never knows.
+//!
+//! A suspended call that is killed (its actor killed, a power cut) resumes
+//! dead: nothing it does reaches the files, and it returns (`Conn::kill`).
+//! A store whose connections share state (one committer for all of them:
+//! `group_commit`) cannot be suspended this way.
+
+mod proxy;
+
+pub use proxy::BatonSystem;
+
+use std::any::Any;
+use std::cell::Cell;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use crashsim_vfs::control::Control;
+use crashsim_vfs::preempt::At;
+
+use crate::store::StoreError;
+
+/// Each connection's stack: SQLite and the store above it need far less;
+/// pages never touched are never committed.
+const STACK_BYTES: usize = 1 << 20;
+
+type Work = Box<dyn FnOnce() -> Box<dyn Any>>;
+
+/// What the simulator hands a connection's coroutine.
+enum Input {
+    /// A call to run.
+    Run(Work),
+    /// The suspended call goes on.
+    Resume,
+    /// The suspended call goes on dead: it only returns.
+    Kill,
+    /// The connection is gone: the coroutine ends.
+    Close,
+}
+
+/// What the coroutine hands back.
+enum Output {
+    Parked(At),
+    Done(Box<dyn Any>),
+}
+
+/// The call running on this thread: its coroutine, its run, and whether it
+/// was killed.
+#[derive(Clone, Copy)]
+struct Current {
+    yielder: *const Yielder<Input, Output>,
+    control: &'static Control,
+    dead: bool,
+}
+
+thread_local! {
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+fn current() -> Option<Current> {
+    CURRENT.with(Cell::get)
+}
+
+fn set_current(current: Option<Current>) {
+    CURRENT.with(|cell| cell.set(current));
+}
+
+/// Installs the baton in the shim (once per process).
+pub fn install() {
+    crashsim_vfs::local::install(crashsim_vfs::local::Baton { running, park, dead });
+}
+
+fn running() -> Option<&'static Control> {
+    current()
+        .filter(|current| !current.dead && !current.yielder.is_null())
+        .map(|current| current.control)
+}
+
+fn dead() -> bool {
+    current().is_some_and(|current| current.dead)
+}
+
+/// The running call parks at `at`: its coroutine yields until the
+/// simulator resumes it (or kills it).
+fn park(at: At) {
+    let Some(now) = current().filter(|current| !current.dead && !current.yielder.is_null()) else {
+        return;
+    };
+    now.control.note_park(at);
+    // SAFETY: `yielder` is the running coroutine's own, set by its body
+    // (`Conn::new`), which is below this frame on the same stack.
+    let input = unsafe { &*now.yielder }.suspend(Output::Parked(at));
+    set_current(Some(Current {
+        dead: matches!(input, Input::Kill),
+        ..now
+    }));
+}
+
+/// One connection's coroutine.
+pub(crate) struct Conn {
+    coroutine: Coroutine<Input, Output, (), DefaultStack>,
+    control: &'static Control,
+    /// The call suspended inside SQLite, by name, if one is.
+    parked: Option<&'static str>,
+}
+
+impl Conn {
+    pub(crate) fn new(control: &'static Control) -> Result<Conn, StoreError> {
+        let stack = DefaultStack::new(STACK_BYTES)
+            .map_err(|error| StoreError::Environment(format!("a coroutine's stack for a connection: {error}")))?;
+        let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<Input, Output>, first: Input| {
+            let mut input = first;
+            loop {
+                input = match input {
+                    Input::Run(work) => {
+                        set_current(Some(Current {
+                            yielder,
+                            control,
+                            dead: false,
+                        }));
+                        let out = work();
+                        set_current(None);
+                        yielder.suspend(Output::Done(out))
+                    }
+                    Input::Close => return,
+                    // Nothing is suspended: nothing to go on with.
+                    Input::Resume | Input::Kill => yielder.suspend(Output::Done(Box::new(()))),
+                };
+            }
+        });
+        Ok(Conn {
+            coroutine,
+            control,
+            parked: None,
+        })
+    }
+
+    fn resume(&mut self, input: Input) -> Output {
+        /// Back on crashsim's own stack no call runs, even when the call
+        /// panicked (`resume` passes the panic on): a later connection
+        /// of this thread must not find a coroutine that is gone.
+        struct Clear;
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                set_current(None);
+            }
+        }
+        let _clear = Clear;
+        match self.coroutine.resume(input) {
+            CoroutineResult::Yield(output) => output,
+            CoroutineResult::Return(()) => Output::Done(Box::new(())),
+        }
+    }
+
+    /// Runs call `name` (`work`), or lets it go on if it is the one
+    /// suspended. A suspension answers `Preempted`: ask the same call again.
+    pub(crate) fn call<T: 'static>(
+        &mut self,
+        name: &'static str,
+        work: impl FnOnce() -> T + 'static,
+    ) -> Result<T, StoreError> {
+        let output = match self.parked.take() {
+            Some(parked) if parked == name => {
+                self.control.unparked();
+                self.resume(Input::Resume)
+            }
+            Some(parked) => {
+                self.parked = Some(parked);
+                return Err(StoreError::Broken(format!(
+                    "crashsim asked `{name}` of a connection whose `{parked}` was suspended: a crashsim bug \
+                     (a suspended call is asked again)"
+                )));
+            }
+            None => self.resume(Input::Run(Box::new(move || Box::new(work()) as Box<dyn Any>))),
+        };
+        match output {
+            Output::Done(value) => value
+                .downcast::<T>()
+                .map(|value| *value)
+                .map_err(|_| StoreError::Broken(format!("`{name}` answered another call's result: a crashsim bug"))),
+            Output::Parked(at) => {
+                self.control.parked_one();
+                self.parked = Some(name);
+                let sql = self.control.statements.last_of_running().map(|statement| statement.sql);
+                Err(StoreError::Preempted {
+                    point: at.describe(),
+                    sql,
+                })
+            }
+        }
+    }
+
+    /// Whether a call is suspended.
+    pub(crate) fn parked(&self) -> bool {
+        self.parked.is_some()
+    }
+
+    /// Kills the suspended call, if one is: it goes on dead until it returns
+    /// (what it returns is dropped with the connection's process, which
+    /// has none).
+    pub(crate) fn kill(&mut self) {
+        if self.parked.take().is_none() {
+            return;
+        }
+        self.control.unparked();
+        // A dead call never parks again (`running` is `None` for it).
+        let mut output = self.resume(Input::Kill);
+        while let Output::Parked(_) = output {
+            output = self.resume(Input::Kill);
+        }
+        // What it answered (a connection its open made, say) goes dead too.
+        self.dead_while(|| drop(output));
+    }
+
+    /// Runs `drop` as a dead call would: nothing it writes reaches the files.
+    pub(crate) fn dead_while(&self, drop: impl FnOnce()) {
+        set_current(Some(Current {
+            yielder: std::ptr::null(),
+            control: self.control,
+            dead: true,
+        }));
+        drop();
+        set_current(None);
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.kill();
+        if !self.coroutine.done() {
+            let _ = self.resume(Input::Close);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashsim_vfs::preempt::Kind;
+
+    fn control() -> &'static Control {
+        let control = Control::leaked();
+        control.enable_preempt(&[Kind::Sync]);
+        install();
+        control
+    }
+
+    /// What a store's call does at a sync: the shim's scheduling point.
+    fn sync_point() -> bool {
+        crashsim_vfs::local::point(At::sync(2));
+        dead()
+    }
+
+    #[test]
+    fn a_parked_call_answers_preempted_and_goes_on_when_asked_again() {
+        let control = control();
+        let mut conn = Conn::new(control).unwrap();
+        control.arm_preempt(Some(2));
+        let work = || (sync_point(), sync_point(), 7);
+        let first = conn.call("append", work);
+        assert!(
+            matches!(&first, Err(StoreError::Preempted { point, .. }) if point == "xSync of the WAL"),
+            "{first:?}"
+        );
+        assert!(running().is_none(), "back on crashsim's stack");
+        assert!(
+            matches!(conn.call("load", || 0), Err(StoreError::Broken(_))),
+            "another call"
+        );
+        assert_eq!(
+            conn.call("append", work).unwrap(),
+            (false, false, 7),
+            "the same call goes on"
+        );
+        assert_eq!(
+            control.parks[Kind::Sync.index()].load(std::sync::atomic::Ordering::Acquire),
+            1
+        );
+        control.disarm_preempt();
+        assert_eq!(conn.call("load", || 3).unwrap(), 3, "the next call runs");
+    }
+
+    #[test]
+    fn a_killed_call_goes_on_dead_and_writes_nothing() {
+        let control = control();
+        let mut conn = Conn::new(control).unwrap();
+        control.arm_preempt(Some(1));
+        let seen = std::rc::Rc::new(Cell::new(None));
+        let after = std::rc::Rc::clone(&seen);
+        let parked = conn.call("commit", move || {
+            sync_point();
+            after.set(Some(dead()));
+        });
+        assert!(matches!(parked, Err(StoreError::Preempted { .. })));
+        conn.kill();
+        assert_eq!(seen.get(), Some(true), "resumed dead");
+        assert!(!conn.parked() && !dead());
+        let mut during = false;
+        conn.dead_while(|| during = dead());
+        assert!(during && !dead());
+    }
+
+    #[test]
+    fn a_call_that_panics_leaves_no_call_running() {
+        let control = control();
+        let mut conn = Conn::new(control).unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = conn.call("heads", || -> u32 { panic!("the store's own bug") });
+        }));
+        assert!(panicked.is_err());
+        assert!(current().is_none());
+        drop(conn);
+    }
+}
