@@ -409,6 +409,24 @@ fn power_loss_reaches_a_store_through_its_vfs_and_says_when_it_cannot() {
     );
 }
 
+/// Suspensions reach an in-process store through crashsim's VFS too: one
+/// whose connections open around it is told so (exit code 2 on the
+/// command line), never run as if its calls had been suspended.
+#[test]
+fn suspensions_reach_a_store_through_its_vfs_and_say_when_they_cannot() {
+    let name = String::from("past_the_vfs");
+    let store = PastTheVfs { name: &name };
+    let harness = Harness::new(&store).scenario("interleave").unwrap().seeds([0]);
+    let Err(error) = harness.run() else {
+        panic!("a store around the VFS cannot be suspended");
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("suspends calls ([preempt]), but no call of past_the_vfs reached crashsim's VFS"),
+        "{message}"
+    );
+}
+
 /// An implementation whose code panics.
 struct Panicky;
 

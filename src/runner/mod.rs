@@ -199,6 +199,16 @@ pub fn run_seed_on(
             implementation.name()
         )));
     }
+    // The same for suspensions: no scheduling point reached at all means
+    // the store's SQLite calls never came through crashsim's VFS.
+    if output.local_sched_points == Some(0) && !output.events.is_empty() {
+        return Err(RunError::Unsupported(format!(
+            "scenario {} suspends calls ([preempt]), but no call of {} reached crashsim's VFS: its \
+             connections must open through the VFS their settings name (SqliteSettings::vfs)",
+            loaded.label(),
+            implementation.name()
+        )));
+    }
     let snapshot = output.snapshot;
     let retention = loaded
         .scenario

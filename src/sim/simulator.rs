@@ -394,6 +394,7 @@ impl<'a> Simulator<'a> {
             self.fault_points = self.power.as_ref().map(|power| power.vfs.points());
         }
         let vfs_points = self.power.as_ref().map(|power| power.vfs.points());
+        let local_sched_points = preempt::local_points(self.preemption.as_ref());
         let inconclusive = match self.settled {
             true => None,
             false => budget_ended
@@ -461,6 +462,7 @@ impl<'a> Simulator<'a> {
             fault_points: self.fault_points,
             suspension_steps: preempt::steps(&mut self.preemption),
             vfs_points,
+            local_sched_points,
             inconclusive,
         })
     }

@@ -92,6 +92,10 @@ pub struct RunOutput {
     /// Persistence points the crash VFS saw in the whole run, for power-loss
     /// runs: none means the store wrote around it.
     pub vfs_points: Option<u64>,
+    /// Scheduling points the in-process store's calls reached in the whole
+    /// run, when they could be suspended (`sim::baton`): none means its
+    /// connections open around crashsim's VFS.
+    pub local_sched_points: Option<u64>,
     /// Why liveness cannot be judged, if it cannot: the budget ended before
     /// the quiet phase had its minimum. Safety is judged all the same.
     pub inconclusive: Option<String>,

@@ -167,6 +167,13 @@ impl Preemption {
     }
 }
 
+/// Every scheduling point an in-process store's calls reached (`None` for
+/// an outside store, or without preemption).
+pub(super) fn local_points(preemption: Option<&Preemption>) -> Option<u64> {
+    let preemption = preemption.filter(|preemption| preemption.local)?;
+    Some(preemption.reached().iter().sum())
+}
+
 /// The run's `System` as the simulator drives it: an in-process store's
 /// stores and receivers on the baton when its calls may be suspended.
 pub(super) fn system(preemption: Option<&Preemption>, system: Box<dyn System>) -> Box<dyn System> {
