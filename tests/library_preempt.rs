@@ -58,7 +58,26 @@ fn harness() -> Result<Harness<'static>, String> {
 }
 
 fn passes_suspended() -> Result<(), String> {
-    let outcome = harness()?.seeds(0..4).run().map_err(|error| error.to_string())?;
+    passes_with_suspensions(harness()?)
+}
+
+fn same_hash() -> Result<(), String> {
+    same_hash_twice(&harness()?)
+}
+
+fn suspended_in_process() -> Result<(), String> {
+    let in_process = || {
+        Harness::new(&MyStore)
+            .scenario("interleave")
+            .map_err(|error| error.to_string())
+    };
+    passes_with_suspensions(in_process()?)?;
+    same_hash_twice(&in_process()?)
+}
+
+/// Seeds 0..4 pass, with more than 4 suspensions among them.
+fn passes_with_suspensions(harness: Harness<'_>) -> Result<(), String> {
+    let outcome = harness.seeds(0..4).run().map_err(|error| error.to_string())?;
     if !outcome.passed() {
         return Err(format!("{outcome}"));
     }
@@ -74,8 +93,8 @@ fn passes_suspended() -> Result<(), String> {
     }
 }
 
-fn same_hash() -> Result<(), String> {
-    let harness = harness()?;
+/// Seed 1 replays to one trace hash, twice.
+fn same_hash_twice(harness: &Harness<'_>) -> Result<(), String> {
     let hash = || {
         harness
             .replay(1)
@@ -86,34 +105,5 @@ fn same_hash() -> Result<(), String> {
     match first == second {
         true => Ok(()),
         false => Err(format!("{first} then {second}")),
-    }
-}
-
-fn suspended_in_process() -> Result<(), String> {
-    let harness = Harness::new(&MyStore)
-        .scenario("interleave")
-        .map_err(|error| error.to_string())?
-        .seeds(0..4);
-    let outcome = harness.run().map_err(|error| error.to_string())?;
-    if !outcome.passed() {
-        return Err(format!("{outcome}"));
-    }
-    let suspensions = outcome
-        .results()
-        .iter()
-        .flat_map(|result| &result.injected)
-        .filter(|injected| matches!(injected.fault, Fault::Preempt { .. }))
-        .count();
-    let hash = || {
-        harness
-            .replay(1)
-            .map(|replay| replay.result().trace_hash.clone())
-            .map_err(|error| error.to_string())
-    };
-    let (first, second) = (hash()?, hash()?);
-    match (suspensions > 4, first == second) {
-        (true, true) => Ok(()),
-        (false, _) => Err(format!("only {suspensions} suspensions in 4 seeds in-process")),
-        (true, false) => Err(format!("in-process: {first} then {second}")),
     }
 }

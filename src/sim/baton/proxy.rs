@@ -59,7 +59,7 @@ impl BatonSystem {
 impl System for BatonSystem {
     fn open_store(&mut self, who: &Who<'_>) -> Result<Box<dyn Store>> {
         let (conn, inner) = self.open(who, |system, who| system.open_store(who))?;
-        Ok(Box::new(BatonStore {
+        Ok(Box::new(Handle::<dyn Store> {
             conn,
             inner: Box::into_raw(inner),
         }))
@@ -71,7 +71,7 @@ impl System for BatonSystem {
 
     fn open_receiver(&mut self, who: &Who<'_>) -> Result<Box<dyn Receiver>> {
         let (conn, inner) = self.open(who, |system, who| system.open_receiver(who))?;
-        Ok(Box::new(BatonReceiver {
+        Ok(Box::new(Handle::<dyn Receiver> {
             conn,
             inner: Box::into_raw(inner),
         }))
@@ -105,22 +105,51 @@ macro_rules! forward {
             fn $name(&mut self, $($arg: $ty),*) -> Result<$out> {
                 $(let $arg = $own;)*
                 let inner = self.inner;
-                // SAFETY: `inner` is this handle's connection, freed only
-                // in its `Drop`, after the coroutine let go of it; no other
-                // call of it runs meanwhile (one call per connection).
+                // SAFETY: `inner` is this handle's connection (`Handle`),
+                // freed only in its `Drop`, after the coroutine let go of
+                // it; no other call of it runs meanwhile (one per connection).
                 self.conn.call(stringify!($name), move || unsafe { (*inner).$name($($lend),*) })?
             }
         )*
     };
 }
 
-/// A store connection whose calls run on its coroutine.
-struct BatonStore {
+/// A connection whose calls run on its coroutine: `T` is `dyn Store` or
+/// `dyn Receiver`.
+struct Handle<T: ?Sized> {
     conn: Conn,
-    inner: *mut dyn Store,
+    /// Made by `Box::into_raw` in `open_store` or `open_receiver`, freed
+    /// once, in `Drop`.
+    inner: *mut T,
 }
 
-impl Store for BatonStore {
+impl<T: ?Sized> Handle<T> {
+    /// A read of the connection's settings, on crashsim's stack: none
+    /// while a call is suspended, which still holds the connection.
+    fn settings<'a, R: 'a>(&'a self, read: impl FnOnce(&'a T) -> Option<R>) -> Option<R> {
+        // SAFETY: as in `forward`; no call of it is under way.
+        (!self.conn.parked()).then(|| read(unsafe { &*self.inner })).flatten()
+    }
+}
+
+impl<T: ?Sized> Drop for Handle<T> {
+    /// Closes the connection as a process would end: a killed suspended
+    /// call first, and then, if one was, the connection dies with nothing
+    /// more reaching the files; else it closes as it always does.
+    fn drop(&mut self) {
+        let inner = self.inner;
+        // SAFETY: see `inner`; no call of it is under way once `kill` returned.
+        let drop_inner = || drop(unsafe { Box::from_raw(inner) });
+        let killed = self.conn.parked();
+        self.conn.kill();
+        match killed {
+            true => self.conn.dead_while(drop_inner),
+            false => drop_inner(),
+        }
+    }
+}
+
+impl Store for Handle<dyn Store> {
     forward! {
         load(workflow_id: &str => workflow_id.to_string(), &workflow_id) -> Vec<StoredEvent>;
         heads() -> Vec<Head>;
@@ -179,48 +208,15 @@ impl Store for BatonStore {
     }
 
     fn connection(&self) -> Option<&rusqlite::Connection> {
-        // SAFETY: as in `forward`; a suspended call still holds the
-        // connection, so nothing reads it then.
-        (!self.conn.parked())
-            .then(|| unsafe { (*self.inner).connection() })
-            .flatten()
+        self.settings(|inner| inner.connection())
     }
 
     fn synchronous(&self) -> Option<u8> {
-        // SAFETY: as in `connection`.
-        (!self.conn.parked())
-            .then(|| unsafe { (*self.inner).synchronous() })
-            .flatten()
+        self.settings(|inner| inner.synchronous())
     }
 }
 
-impl Drop for BatonStore {
-    fn drop(&mut self) {
-        // SAFETY: made by `Box::into_raw` in `open_store`, freed once, here.
-        let inner = self.inner;
-        close(&mut self.conn, || drop(unsafe { Box::from_raw(inner) }));
-    }
-}
-
-/// Closes a connection as a process would end: a killed suspended call
-/// first, and then, if one was, the connection dies with nothing more
-/// reaching the files; else it closes as it always does.
-fn close(conn: &mut Conn, drop_inner: impl FnOnce()) {
-    let killed = conn.parked();
-    conn.kill();
-    match killed {
-        true => conn.dead_while(drop_inner),
-        false => drop_inner(),
-    }
-}
-
-/// A receiver connection whose calls run on its coroutine.
-struct BatonReceiver {
-    conn: Conn,
-    inner: *mut dyn Receiver,
-}
-
-impl Receiver for BatonReceiver {
+impl Receiver for Handle<dyn Receiver> {
     forward! {
         begin() -> ();
         lookup(request: &Request => request.clone(), &request) -> Lookup;
@@ -232,24 +228,10 @@ impl Receiver for BatonReceiver {
     }
 
     fn connection(&self) -> Option<&rusqlite::Connection> {
-        // SAFETY: as in `BatonStore::connection`.
-        (!self.conn.parked())
-            .then(|| unsafe { (*self.inner).connection() })
-            .flatten()
+        self.settings(|inner| inner.connection())
     }
 
     fn synchronous(&self) -> Option<u8> {
-        // SAFETY: as in `BatonStore::connection`.
-        (!self.conn.parked())
-            .then(|| unsafe { (*self.inner).synchronous() })
-            .flatten()
-    }
-}
-
-impl Drop for BatonReceiver {
-    fn drop(&mut self) {
-        // SAFETY: as in `BatonStore`'s drop.
-        let inner = self.inner;
-        close(&mut self.conn, || drop(unsafe { Box::from_raw(inner) }));
+        self.settings(|inner| inner.synchronous())
     }
 }
