@@ -487,9 +487,6 @@ pub trait Implementation: Send + Sync {
     fn roles(&self) -> Roles {
         Roles::default()
     }
-    /// Whether every connection lives in this process and opens its files
-    /// through the VFS its settings name. Power loss needs that (the crash
-    /// VFS sees only this process's writes); an adapter's processes do not.
     /// Whether the simulator can kill this store's processes inside a call
     /// (at a persistence point its SQLite makes): an outside store whose
     /// SQLite loads crashsim's VFS extension.
@@ -497,6 +494,9 @@ pub trait Implementation: Send + Sync {
         false
     }
 
+    /// Whether every connection lives in this process and opens its files
+    /// through the VFS its settings name. Power loss needs that (the crash
+    /// VFS sees only this process's writes); an adapter's processes do not.
     fn in_process(&self) -> bool {
         true
     }
