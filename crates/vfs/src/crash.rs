@@ -13,7 +13,7 @@
 //! seeded stream for the same reason.
 
 use std::ffi::c_int;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::control::{Control, Point};
@@ -34,6 +34,12 @@ pub enum Sink {
     /// The log crashsim reads back (the model lives in crashsim).
     Log(log::Writer),
 }
+
+/// This process's last park was a wait at a refused lock, and no sleep
+/// has followed it yet: the next `xSleep` (SQLite's busy handler, about to
+/// retry that lock) has been waited already, and does not park again. A
+/// store's process runs one call at a time, so one flag serves it.
+static WAITED: AtomicBool = AtomicBool::new(false);
 
 pub struct CrashHooks {
     pub control: &'static Control,
@@ -73,6 +79,16 @@ impl CrashHooks {
             && self.control.reach(at)
         {
             self.control.park(at, dir);
+        }
+    }
+
+    /// A lock attempt answered `SQLITE_BUSY`: a wait while a call is parked.
+    fn refused(&self, at: At) {
+        if let Some(dir) = &self.park_dir
+            && self.control.lock_refused(at)
+        {
+            self.control.park(at, dir);
+            WAITED.store(true, Ordering::Release);
         }
     }
 
@@ -140,21 +156,11 @@ impl Hooks for CrashHooks {
     }
 
     fn lock_busy(&self, file: &File<'_>, level: c_int) {
-        let at = At::busy(Some(level), file_role(file.path));
-        if let Some(dir) = &self.park_dir
-            && self.control.lock_refused(at)
-        {
-            self.control.park(at, dir);
-        }
+        self.refused(At::busy(Some(level), file_role(file.path)));
     }
 
     fn shm_lock_busy(&self, offset: c_int, n: c_int, flags: c_int) {
-        let at = At::shm_busy(offset, n, flags);
-        if let Some(dir) = &self.park_dir
-            && self.control.lock_refused(at)
-        {
-            self.control.park(at, dir);
-        }
+        self.refused(At::shm_busy(offset, n, flags));
     }
 
     fn unlock(&self, file: &File<'_>, level: c_int) {
@@ -167,11 +173,19 @@ impl Hooks for CrashHooks {
 
     /// While preemption is live a busy wait parks instead of sleeping: the
     /// lock's holder runs in the meantime, and the wait costs no wall time.
+    /// A sleep right after a wait at the refused lock (`WAITED`) does not
+    /// park again: that wait was its sleep.
     fn sleep(&self, microseconds: c_int) -> Option<c_int> {
         if self.park_dir.is_none() || !self.control.preempt_live() {
             return None;
         }
-        self.schedule(At::busy(None, 0));
+        let at = At::busy(None, 0);
+        if self.control.reach(at)
+            && !WAITED.swap(false, Ordering::AcqRel)
+            && let Some(dir) = &self.park_dir
+        {
+            self.control.park(at, dir);
+        }
         Some(microseconds)
     }
 

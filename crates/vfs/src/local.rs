@@ -67,16 +67,22 @@ pub fn refused(at: At) {
 /// wait parked instead, or the call is dead, and the sleep is to be
 /// answered at once (its time is simulated).
 pub fn slept() -> bool {
-    if dead() {
+    let Some(baton) = BATON.get() else {
+        return false;
+    };
+    if (baton.dead)() {
         return true;
     }
-    let Some(control) = running() else {
+    let Some(control) = (baton.running)() else {
         return false;
     };
     if !control.preempt_live() {
         return false;
     }
-    point(At::busy(None, 0));
+    let at = At::busy(None, 0);
+    if control.reach(at) {
+        (baton.park)(at);
+    }
     true
 }
 

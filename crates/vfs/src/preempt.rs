@@ -141,6 +141,27 @@ impl At {
         }
     }
 
+    /// Whether this is `slept`'s point: an `xSleep`, not a refused lock.
+    pub fn is_sleep(self) -> bool {
+        self == At::busy(None, 0)
+    }
+
+    /// Whether this is a wait at a refused lock: the call waited here
+    /// while the lock's holder could run, so the sleep SQLite's busy
+    /// handler takes next has been waited already (`waited_before_sleep`).
+    pub fn is_refused(self) -> bool {
+        self.kind == Kind::Busy && !self.is_sleep()
+    }
+
+    /// Whether a refused lock is one a call waits for: a file lock, or
+    /// WAL's write lock (`xShmLock` slot 0). A refused read-mark, checkpoint
+    /// or recovery lock is one of SQLite's try-locks (it takes another
+    /// mark, or skips the checkpoint) or a retry loop that sleeps
+    /// (`xSleep`, a wait of its own) before it tries again.
+    pub fn waits(self) -> bool {
+        self.kind == Kind::Busy && (self.detail & SHM_BUSY == 0 || self.detail & 0xffff == 0)
+    }
+
     /// What a person reads in a trace: `xLock RESERVED on the database`,
     /// `xShmLock WRITE exclusive lock`, `xSync of the WAL`, …
     pub fn describe(self) -> String {
@@ -236,9 +257,10 @@ impl Control {
 
     /// A lock attempt answered `SQLITE_BUSY`: a wait only while a call is
     /// parked (otherwise one of SQLite's own try-locks, or a holder that is
-    /// between two requests and will answer `BUSY` in turn).
+    /// between two requests and will answer `BUSY` in turn), and only for
+    /// a lock a call waits for (`At::waits`).
     pub fn lock_refused(&self, at: At) -> bool {
-        self.parked_now.load(Ordering::Acquire) > 0 && self.reach(at)
+        at.waits() && self.parked_now.load(Ordering::Acquire) > 0 && self.reach(at)
     }
 
     /// Parks this process at `at` until crashsim resumes it (or kills it).
@@ -408,6 +430,25 @@ mod tests {
         control.disarm_preempt();
         assert!(!control.reach(At::busy(None, 0)), "between steps nothing parks");
         assert_eq!(control.reached[Kind::Lock.index()].load(Ordering::Acquire), 3);
+    }
+
+    #[test]
+    fn only_a_lock_a_call_waits_for_is_a_wait_when_refused() {
+        let control = Control::leaked();
+        control.enable_preempt(&[Kind::ShmLock]);
+        control.arm_preempt(None);
+        control.parked_one();
+        let (exclusive, shared) = (2 | 8, 2 | 4);
+        assert!(control.lock_refused(At::shm_busy(0, 1, exclusive)), "WAL's write lock");
+        assert!(control.lock_refused(At::busy(Some(2), 1)), "a file lock");
+        for (offset, flags) in [(4, exclusive), (4, shared), (1, exclusive), (2, shared)] {
+            assert!(
+                !control.lock_refused(At::shm_busy(offset, 1, flags)),
+                "slot {offset}: a try-lock, or a retry loop that sleeps"
+            );
+        }
+        assert!(At::busy(None, 0).is_sleep() && !At::busy(None, 0).is_refused());
+        assert!(At::shm_busy(0, 1, exclusive).is_refused() && !At::shm(0, 1, exclusive).is_refused());
     }
 
     #[test]

@@ -139,16 +139,22 @@ impl Ring {
     fn read(&self, at: u64) -> Statement {
         let slot = self.slot(at);
         let len = (slot.len.load(Ordering::Relaxed) as usize).min(BYTES);
-        let bytes: Vec<u8> = slot
-            .text
-            .iter()
-            .flat_map(|word| word.load(Ordering::Relaxed).to_le_bytes())
-            .take(len)
-            .collect();
+        let mut bytes = Vec::with_capacity(len + 8);
+        for word in &slot.text {
+            if bytes.len() >= len {
+                break;
+            }
+            bytes.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        bytes.truncate(len);
+        let sql = match String::from_utf8(bytes) {
+            Ok(text) => normalized(&text),
+            Err(error) => normalized(&String::from_utf8_lossy(error.as_bytes())),
+        };
         Statement {
             actor: slot.actor.load(Ordering::Relaxed),
             tick: slot.tick.load(Ordering::Relaxed),
-            sql: normalized(&String::from_utf8_lossy(&bytes)),
+            sql,
         }
     }
 }
@@ -158,7 +164,16 @@ impl Ring {
 /// made `'…'`: a path (`ATTACH '/tmp/…/receiver.db'`) names the run's
 /// temporary directory, and the trace must not.
 pub fn normalized(sql: &str) -> String {
-    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut one_line = String::with_capacity(sql.len());
+    for word in sql.split_whitespace() {
+        if !one_line.is_empty() {
+            one_line.push(' ');
+        }
+        one_line.push_str(word);
+    }
+    if !one_line.contains('\'') {
+        return one_line;
+    }
     let mut out = String::with_capacity(one_line.len());
     let mut rest = one_line.as_str();
     while let Some(open) = rest.find('\'') {

@@ -25,7 +25,7 @@ mod proxy;
 pub use proxy::BatonSystem;
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -37,6 +37,11 @@ use crate::store::StoreError;
 /// Each connection's stack: SQLite and the store above it need far less;
 /// pages never touched are never committed.
 const STACK_BYTES: usize = 1 << 20;
+
+/// Stacks of closed connections kept for the next ones: a stack is
+/// mapped, guarded and faulted in once, not once per connection (actors
+/// reconnect at every restart).
+const POOLED_STACKS: usize = 32;
 
 type Work = Box<dyn FnOnce() -> Box<dyn Any>>;
 
@@ -65,10 +70,34 @@ struct Current {
     yielder: *const Yielder<Input, Output>,
     control: &'static Control,
     dead: bool,
+    /// Its last park was a wait at a refused lock, and no sleep has
+    /// followed it: the next `xSleep` (SQLite's busy handler, about to
+    /// retry that lock) has been waited already, and does not park again.
+    waited: bool,
 }
 
 thread_local! {
     static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A stack for a new connection: a pooled one, or a new mapping.
+fn stack() -> Result<DefaultStack, StoreError> {
+    match STACKS.with(|stacks| stacks.borrow_mut().pop()) {
+        Some(stack) => Ok(stack),
+        None => DefaultStack::new(STACK_BYTES)
+            .map_err(|error| StoreError::Environment(format!("a coroutine's stack for a connection: {error}"))),
+    }
+}
+
+/// A finished connection's stack goes back to the pool (or is unmapped).
+fn pool(stack: DefaultStack) {
+    STACKS.with(|stacks| {
+        let mut stacks = stacks.borrow_mut();
+        if stacks.len() < POOLED_STACKS {
+            stacks.push(stack);
+        }
+    });
 }
 
 fn current() -> Option<Current> {
@@ -100,19 +129,25 @@ fn park(at: At) {
     let Some(now) = current().filter(|current| !current.dead && !current.yielder.is_null()) else {
         return;
     };
+    if at.is_sleep() && now.waited {
+        set_current(Some(Current { waited: false, ..now }));
+        return;
+    }
     now.control.note_park(at);
     // SAFETY: `yielder` is the running coroutine's own, set by its body
     // (`Conn::new`), which is below this frame on the same stack.
     let input = unsafe { &*now.yielder }.suspend(Output::Parked(at));
     set_current(Some(Current {
         dead: matches!(input, Input::Kill),
+        waited: at.is_refused(),
         ..now
     }));
 }
 
 /// One connection's coroutine.
 pub(crate) struct Conn {
-    coroutine: Coroutine<Input, Output, (), DefaultStack>,
+    /// `None` only once dropped (its stack back in the pool).
+    coroutine: Option<Coroutine<Input, Output, (), DefaultStack>>,
     control: &'static Control,
     /// The call suspended inside SQLite, by name, if one is.
     parked: Option<&'static str>,
@@ -120,8 +155,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     pub(crate) fn new(control: &'static Control) -> Result<Conn, StoreError> {
-        let stack = DefaultStack::new(STACK_BYTES)
-            .map_err(|error| StoreError::Environment(format!("a coroutine's stack for a connection: {error}")))?;
+        let stack = stack()?;
         let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<Input, Output>, first: Input| {
             let mut input = first;
             loop {
@@ -131,6 +165,7 @@ impl Conn {
                             yielder,
                             control,
                             dead: false,
+                            waited: false,
                         }));
                         let out = work();
                         set_current(None);
@@ -143,7 +178,7 @@ impl Conn {
             }
         });
         Ok(Conn {
-            coroutine,
+            coroutine: Some(coroutine),
             control,
             parked: None,
         })
@@ -160,9 +195,9 @@ impl Conn {
             }
         }
         let _clear = Clear;
-        match self.coroutine.resume(input) {
-            CoroutineResult::Yield(output) => output,
-            CoroutineResult::Return(()) => Output::Done(Box::new(())),
+        match self.coroutine.as_mut().map(|coroutine| coroutine.resume(input)) {
+            Some(CoroutineResult::Yield(output)) => output,
+            Some(CoroutineResult::Return(())) | None => Output::Done(Box::new(())),
         }
     }
 
@@ -232,6 +267,7 @@ impl Conn {
             yielder: std::ptr::null(),
             control: self.control,
             dead: true,
+            waited: false,
         }));
         drop();
         set_current(None);
@@ -241,8 +277,13 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.kill();
-        if !self.coroutine.done() {
+        if self.coroutine.as_ref().is_some_and(|coroutine| !coroutine.done()) {
             let _ = self.resume(Input::Close);
+        }
+        // Only a coroutine that returned gives its stack back; one that
+        // did not (a panic passed on) unwinds and unmaps it when dropped.
+        if let Some(coroutine) = self.coroutine.take().filter(Coroutine::done) {
+            pool(coroutine.into_stack());
         }
     }
 }
@@ -312,6 +353,47 @@ mod tests {
         let mut during = false;
         conn.dead_while(|| during = dead());
         assert!(during && !dead());
+    }
+
+    #[test]
+    fn a_sleep_right_after_a_wait_at_a_refused_lock_does_not_park_again() {
+        let control = control();
+        control.arm_preempt(None);
+        control.parked_one();
+        let mut conn = Conn::new(control).unwrap();
+        let write_lock = At::shm_busy(0, 1, 2 | 8);
+        let work = move || {
+            crashsim_vfs::local::refused(write_lock);
+            // SQLite's busy handler, about to retry the lock: waited already.
+            assert!(crashsim_vfs::local::slept());
+            // Refused again: the next sleep is a wait of its own.
+            assert!(crashsim_vfs::local::slept());
+            5
+        };
+        assert!(
+            matches!(conn.call("append", work), Err(StoreError::Preempted { .. })),
+            "at the lock"
+        );
+        assert!(
+            matches!(conn.call("append", work), Err(StoreError::Preempted { point, .. }) if point == "xSleep in the busy handler"),
+            "at the second sleep only"
+        );
+        assert_eq!(conn.call("append", work).unwrap(), 5);
+        assert_eq!(
+            control.parks[Kind::Busy.index()].load(std::sync::atomic::Ordering::Acquire),
+            2
+        );
+    }
+
+    #[test]
+    fn a_closed_connection_gives_its_stack_to_the_next() {
+        let control = control();
+        let before = STACKS.with(|stacks| stacks.borrow().len());
+        drop(Conn::new(control).unwrap());
+        assert_eq!(STACKS.with(|stacks| stacks.borrow().len()), before + 1, "pooled");
+        let conn = Conn::new(control).unwrap();
+        assert_eq!(STACKS.with(|stacks| stacks.borrow().len()), before, "taken again");
+        drop(conn);
     }
 
     #[test]
