@@ -144,7 +144,9 @@ impl<'a> History<'a> {
                         queued.entry(event.actor).or_insert(event.tick);
                     }
                 }
-                Op::Busy { .. } | Op::Pause { .. } | Op::Commit { .. } => {}
+                // Neither a busy answer, a pause nor a clock step of its
+                // actor ends a suspended commit's wait: it may still land.
+                Op::Busy { .. } | Op::Pause { .. } | Op::Skew { .. } | Op::ClockStep { .. } | Op::Commit { .. } => {}
                 Op::Decide {
                     workflow_id,
                     expected_seq,

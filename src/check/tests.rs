@@ -9,7 +9,7 @@ use super::snapshot::Effect;
 use crate::actors::{ActorId, Role};
 use crate::model::StoredEvent;
 use crate::store::Outcome;
-use crate::trace::{Appended, Op};
+use crate::trace::{Appended, Op, TraceEvent};
 
 fn only(fixture: &Fixture, expected: &[Invariant]) {
     let found = fixture.invariants();
@@ -205,6 +205,39 @@ fn i4_rejects_an_effect_applied_before_its_event_committed() {
         "{found:#?}"
     );
     only(&fixture, &[I4]);
+}
+
+/// The first event's commit suspended at tick 1 (after it landed, as a
+/// `COMMIT` suspended at its WRITE unlock does), its clock stepped at tick
+/// 2 with `clock_step`, answered at tick 5: the effect at tick 4 may
+/// follow it.
+fn commit_suspended_after_it_landed(clock_step: bool) -> Fixture {
+    let writer = ActorId::new(Role::Writer, 0);
+    let mut fixture = clean();
+    fixture.events[0].tick = 5;
+    let suspended = Op::Preempted {
+        step: "commit".into(),
+        point: "xShmLock WRITE exclusive unlock".into(),
+        sql: Some("COMMIT".into()),
+        meanwhile: Vec::new(),
+    };
+    fixture.events.push(TraceEvent {
+        tick: 1,
+        actor: writer,
+        op: suspended,
+    });
+    if clock_step {
+        let op = Op::ClockStep { by: -40, offset: -40 };
+        fixture.events.push(TraceEvent { tick: 2, actor: writer, op });
+    }
+    fixture.events.sort_by_key(|event| event.tick);
+    fixture
+}
+
+#[test]
+fn i4_counts_a_suspended_commit_from_its_suspension_through_a_clock_step() {
+    only(&commit_suspended_after_it_landed(false), &[]);
+    only(&commit_suspended_after_it_landed(true), &[]);
 }
 
 #[test]
