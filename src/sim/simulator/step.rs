@@ -55,7 +55,9 @@ impl Simulator<'_> {
 
     /// Schedules what follows a step.
     fn after_step(&mut self, slot: usize, next: Next) {
-        if next != Next::Busy {
+        // A suspended call is no answer yet: a waiter that parks between
+        // two `BUSY`s keeps backing off, as it would without suspensions.
+        if !matches!(next, Next::Busy | Next::Preempted) {
             self.slots[slot].busy_streak = 0;
         }
         self.slots[slot].parked = false;
