@@ -228,7 +228,11 @@ fn commit_suspended_after_it_landed(clock_step: bool) -> Fixture {
     });
     if clock_step {
         let op = Op::ClockStep { by: -40, offset: -40 };
-        fixture.events.push(TraceEvent { tick: 2, actor: writer, op });
+        fixture.events.push(TraceEvent {
+            tick: 2,
+            actor: writer,
+            op,
+        });
     }
     fixture.events.sort_by_key(|event| event.tick);
     fixture
