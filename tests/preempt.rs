@@ -187,11 +187,12 @@ fn the_in_process_mutant_of_the_same_kind_is_caught() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
     assert!(text.contains("I2 one side effect per command_id"), "{text}");
-    // crashsim serves the built-in store on its own SQLite: the statements
-    // around the point come from there.
+    // crashsim runs the built-in store on its own SQLite: the statements
+    // around the point come from there (the other receiver's from its first
+    // after the suspension, `BEGIN` included if it began later).
     assert!(
         text.contains(", in `SELECT digest, result FROM dedup WHERE key = ?1`)")
-            && text.contains("(running `BEGIN IMMEDIATE`; `INSERT INTO effects"),
+            && text.contains("`INSERT INTO effects (effect_id, key, kind, payload, result)"),
         "{text}"
     );
 }
