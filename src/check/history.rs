@@ -144,9 +144,10 @@ impl<'a> History<'a> {
                         queued.entry(event.actor).or_insert(event.tick);
                     }
                 }
-                // Neither a busy answer, a pause nor a clock step of its
-                // actor ends a suspended commit's wait: it may still land.
-                Op::Busy { .. } | Op::Pause { .. } | Op::Skew { .. } | Op::ClockStep { .. } | Op::Commit { .. } => {}
+                // Neither a busy answer nor an event at its actor's step
+                // start ends a suspended commit's wait: it may still land.
+                op if op.at_step_start() => {}
+                Op::Busy { .. } | Op::Commit { .. } => {}
                 Op::Decide {
                     workflow_id,
                     expected_seq,

@@ -89,10 +89,11 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
             suspended.entry(event.actor).or_insert((event.tick, offset));
             continue;
         }
-        let began = match event.op {
-            // Recorded at a step's start, before its call is asked again.
-            Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
-            _ => suspended.remove(&event.actor),
+        // A pause or clock event is recorded before the call is asked again.
+        let began = if event.op.at_step_start() {
+            None
+        } else {
+            suspended.remove(&event.actor)
         };
         match &event.op {
             Op::Skew { offset } | Op::ClockStep { offset, .. } => {

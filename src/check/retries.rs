@@ -115,8 +115,8 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 suspended.entry(event.actor).or_insert_with(|| (timers.clone(), clock));
                 continue;
             }
-            // Recorded at a step's start, before its call is asked again.
-            Op::Skew { .. } | Op::ClockStep { .. } | Op::Pause { .. } => None,
+            // Recorded before the call is asked again.
+            ref op if op.at_step_start() => None,
             _ => suspended.remove(&event.actor),
         };
         let (read_timers, read_clock) = match &began {

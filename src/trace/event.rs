@@ -485,3 +485,13 @@ pub enum Op {
         offset: i64,
     },
 }
+
+impl Op {
+    /// Recorded by the simulator at the start of an actor's step, before the
+    /// step asks its store call again: a pause, a clock skew or a clock step.
+    /// Such an event does not end the wait of a call suspended inside the
+    /// store (`Op::Preempted`); the actor's next event of any other kind does.
+    pub fn at_step_start(&self) -> bool {
+        matches!(self, Op::Pause { .. } | Op::Skew { .. } | Op::ClockStep { .. })
+    }
+}
