@@ -36,9 +36,9 @@ pub enum Sink {
 }
 
 /// This process's last park was a wait at a refused lock, and no sleep
-/// has followed it yet: the next `xSleep` (SQLite's busy handler, about to
-/// retry that lock) has been waited already, and does not park again. A
-/// store's process runs one call at a time, so one flag serves it.
+/// has followed it yet (`At::parks_after`, the rule crashsim's baton keeps
+/// per coroutine). A store's process runs one call at a time, so one flag
+/// serves it.
 static WAITED: AtomicBool = AtomicBool::new(false);
 
 pub struct CrashHooks {
@@ -75,21 +75,27 @@ impl CrashHooks {
 
     /// A scheduling point: parks here if it is the armed one, or a wait.
     fn schedule(&self, at: At) {
-        if let Some(dir) = &self.park_dir
-            && self.control.reach(at)
-        {
-            self.control.park(at, dir);
+        if self.park_dir.is_some() && self.control.reach(at) {
+            self.park(at);
         }
     }
 
     /// A lock attempt answered `SQLITE_BUSY`: a wait while a call is parked.
     fn refused(&self, at: At) {
-        if let Some(dir) = &self.park_dir
-            && self.control.lock_refused(at)
-        {
-            self.control.park(at, dir);
-            WAITED.store(true, Ordering::Release);
+        if self.park_dir.is_some() && self.control.lock_refused(at) {
+            self.park(at);
         }
+    }
+
+    /// Parks at `at`, unless the "waited" flag says this sleep was waited
+    /// already (`At::parks_after`).
+    fn park(&self, at: At) {
+        let Some(dir) = &self.park_dir else { return };
+        let Some(waited) = at.parks_after(WAITED.swap(false, Ordering::AcqRel)) else {
+            return;
+        };
+        self.control.park(at, dir);
+        WAITED.store(waited, Ordering::Release);
     }
 
     fn point(&self, code: c_int) -> Result<(), c_int> {
@@ -180,11 +186,8 @@ impl Hooks for CrashHooks {
             return None;
         }
         let at = At::busy(None, 0);
-        if self.control.reach(at)
-            && !WAITED.swap(false, Ordering::AcqRel)
-            && let Some(dir) = &self.park_dir
-        {
-            self.control.park(at, dir);
+        if self.control.reach(at) {
+            self.park(at);
         }
         Some(microseconds)
     }

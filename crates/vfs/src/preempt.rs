@@ -146,11 +146,21 @@ impl At {
         self == At::busy(None, 0)
     }
 
-    /// Whether this is a wait at a refused lock: the call waited here
-    /// while the lock's holder could run, so the sleep SQLite's busy
-    /// handler takes next has been waited already (`waited_before_sleep`).
+    /// Whether this is a wait at a refused lock.
     pub fn is_refused(self) -> bool {
         self.kind == Kind::Busy && !self.is_sleep()
+    }
+
+    /// The one rule for a call's "waited" flag, kept per process by the
+    /// extension (`crash`) and per coroutine by crashsim's baton: a call
+    /// about to park here with the flag `waited` set does not park, and
+    /// `Some(flag)` is the flag after a park here (`None`: skipped, the
+    /// flag is now clear). A wait at a refused lock sets it: the call
+    /// waited while the lock's holder could run, so the `xSleep` SQLite's
+    /// busy handler takes next has been waited already, and does not park
+    /// again. Any other park, or that sleep, clears it.
+    pub fn parks_after(self, waited: bool) -> Option<bool> {
+        (!(self.is_sleep() && waited)).then(|| self.is_refused())
     }
 
     /// Whether a refused lock is one a call waits for: a file lock, or
@@ -449,6 +459,13 @@ mod tests {
         }
         assert!(At::busy(None, 0).is_sleep() && !At::busy(None, 0).is_refused());
         assert!(At::shm_busy(0, 1, exclusive).is_refused() && !At::shm(0, 1, exclusive).is_refused());
+        // A sleep right after a wait at a refused lock does not park; any
+        // park decides the flag for the next sleep.
+        let (sleep, refused) = (At::busy(None, 0), At::shm_busy(0, 1, exclusive));
+        assert_eq!(sleep.parks_after(true), None);
+        assert_eq!(sleep.parks_after(false), Some(false));
+        assert_eq!(refused.parks_after(false), Some(true));
+        assert_eq!(At::shm(0, 1, exclusive).parks_after(true), Some(false));
     }
 
     #[test]

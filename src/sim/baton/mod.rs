@@ -71,8 +71,7 @@ struct Current {
     control: &'static Control,
     dead: bool,
     /// Its last park was a wait at a refused lock, and no sleep has
-    /// followed it: the next `xSleep` (SQLite's busy handler, about to
-    /// retry that lock) has been waited already, and does not park again.
+    /// followed it (`At::parks_after`, the rule the extension keeps too).
     waited: bool,
 }
 
@@ -129,17 +128,17 @@ fn park(at: At) {
     let Some(now) = current().filter(|current| !current.dead && !current.yielder.is_null()) else {
         return;
     };
-    if at.is_sleep() && now.waited {
+    let Some(waited) = at.parks_after(now.waited) else {
         set_current(Some(Current { waited: false, ..now }));
         return;
-    }
+    };
     now.control.note_park(at);
     // SAFETY: `yielder` is the running coroutine's own, set by its body
     // (`Conn::new`), which is below this frame on the same stack.
     let input = unsafe { &*now.yielder }.suspend(Output::Parked(at));
     set_current(Some(Current {
         dead: matches!(input, Input::Kill),
-        waited: at.is_refused(),
+        waited,
         ..now
     }));
 }
