@@ -22,7 +22,11 @@ use crate::scenario::{Loaded, Scenario};
 
 /// The `format` key of every capsule written now: runs end by ending rule
 /// `scenario::ENDING_RULE`.
-pub const FORMAT: &str = "crashsim-capsule/3";
+pub const FORMAT: &str = "crashsim-capsule/4";
+
+/// Capsules recorded under ending rule 3 (runs with power loss or
+/// restores never judged early): each replays with that rule.
+pub const FORMAT_3: &str = "crashsim-capsule/3";
 
 /// Capsules recorded under ending rule 2 (stale appends judged early,
 /// stuck runs ended a window into the quiet phase, faults to the end of
@@ -55,7 +59,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// `FORMAT`, or an older one (`FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
+    /// `FORMAT`, or an older one (`FORMAT_3`, `FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -123,6 +127,7 @@ impl Capsule {
         // again) keeps it.
         let format = match scenario.run.ending_rule {
             2 if scenario.run.end_when_certain => FORMAT_2,
+            3 if scenario.run.end_when_certain => FORMAT_3,
             _ => FORMAT,
         };
         Capsule {
@@ -172,12 +177,15 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_3 => capsule.scenario.run.ending_rule = 3,
             FORMAT_2 => capsule.scenario.run.ending_rule = 2,
             FORMAT_1 => capsule.scenario.run.end_when_certain = false,
             other => {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
-                    message: format!("format {other:?} is none of {FORMAT:?}, {FORMAT_2:?}, {FORMAT_1:?}"),
+                    message: format!(
+                        "format {other:?} is none of {FORMAT:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
+                    ),
                 });
             }
         }

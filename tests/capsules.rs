@@ -101,19 +101,27 @@ fn a_passing_run_saved_as_a_capsule_keeps_passing() {
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
 }
 
-/// Capsules recorded under ending rule 2 (format 2, at e4d0446: faults on
-/// to the end of their phase, only stale appends judged early, the whole
-/// retry chain in the stall window) replay with that rule, to the very
-/// trace they recorded, and are saved again in their format; the same
-/// seeds under today's rule end sooner.
+/// Capsules recorded under an older ending rule replay with that rule, to
+/// the very trace they recorded, and are saved again in their format; the
+/// same seeds under today's rule end sooner. Rule 2 (format 2, at e4d0446:
+/// faults on to the end of their phase, only stale appends judged early,
+/// the whole retry chain in the stall window); rule 3 (format 3, at
+/// 1a18c7e: runs with power loss or restores never judged early).
 #[test]
 fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
     let dir = work_dir();
-    for name in ["clocks+load_by_timestamp-0", "retries+mark_done_before_confirm-0"] {
-        let path = root().join(format!("tests/fixtures/capsules_rule2/{name}.toml"));
+    let fixtures = [
+        (2, "clocks+load_by_timestamp-0"),
+        (2, "retries+mark_done_before_confirm-0"),
+        (3, "power_loss+max_seq_plus_one-0"),
+        (3, "restores+max_seq_plus_one-0"),
+    ];
+    for (rule, name) in fixtures {
+        let path = root().join(format!("tests/fixtures/capsules_rule{rule}/{name}.toml"));
+        let format = format!("crashsim-capsule/{rule}");
         let capsule = Capsule::read(&path).unwrap();
-        assert_eq!(capsule.format, "crashsim-capsule/2");
-        assert_eq!(capsule.scenario.run.ending_rule, 2, "{name}");
+        assert_eq!(capsule.format, format);
+        assert_eq!(capsule.scenario.run.ending_rule, rule, "{name}");
         let loaded = capsule.loaded(&path);
         let replayed = run_seed_with(&loaded, capsule.seed, &options(dir.path()), capsule.faults()).unwrap();
         assert_eq!(capsule.judge(&replayed), Ok(()), "{name}");
@@ -122,7 +130,7 @@ fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
             (capsule.trace_hash.as_str(), capsule.steps),
             "{name}"
         );
-        assert_eq!(Capsule::of_run(&loaded, &replayed).format, "crashsim-capsule/2");
+        assert_eq!(Capsule::of_run(&loaded, &replayed).format, format);
         let mut today = loaded.clone();
         today.scenario.run.ending_rule = crashsim::scenario::ENDING_RULE;
         let today = run_seed_with(&today, capsule.seed, &options(dir.path()), capsule.faults()).unwrap();
@@ -130,6 +138,10 @@ fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
             !today.ok && today.steps < replayed.steps,
             "{name}: {} steps",
             today.steps
+        );
+        assert_eq!(
+            today.violations[0].invariant, replayed.violations[0].invariant,
+            "{name}"
         );
     }
 }

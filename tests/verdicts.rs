@@ -232,6 +232,57 @@ fn a_finding_no_later_event_can_undo_ends_the_run_after_a_grace() {
     assert!(full.violations.iter().any(|v| v.invariant == Invariant::I10));
 }
 
+#[test]
+fn a_run_with_power_loss_is_judged_early_once_its_faults_are_over() {
+    use crashsim::trace::Op;
+    // A cut can take a commit back: judging waits for the last one.
+    let dir = work_dir();
+    let loaded = load("scenarios/power_loss.toml")
+        .with_mutant("max_seq_plus_one")
+        .unwrap();
+    let early = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let events = early.events.as_ref().expect("traces kept");
+    let quiet = events
+        .iter()
+        .find(|e| matches!(e.op, Op::Quiet))
+        .expect("a quiet phase")
+        .tick;
+    let last_cut = events
+        .iter()
+        .filter(|e| matches!(e.op, Op::PowerCut { .. }))
+        .map(|e| e.tick)
+        .max()
+        .expect("the power went out");
+    let Some((tick, Op::Certain { invariant, .. })) = ending(&early) else {
+        panic!("the run ends certain: {:?}", ending(&early));
+    };
+    assert!(
+        tick > loaded.scenario.run.ticks_fault && tick >= quiet && tick > last_cut,
+        "{tick}"
+    );
+    assert_eq!(invariant, "I3");
+    // Under rule 3 the same seed waited to be stuck; its finding leads the same.
+    let mut old = loaded.clone();
+    old.scenario.run.ending_rule = 3;
+    let old = run_seed(&old, 0, &options(dir.path())).expect("a verdict");
+    assert!(early.steps < old.steps, "{} {}", early.steps, old.steps);
+    assert_eq!(early.violations[0], old.violations[0]);
+}
+
+#[test]
+fn a_commit_a_restore_took_back_is_no_stale_append_judged_early() {
+    // After a restore rolled a commit back, a writer appends again from the
+    // same head: judged on the trace alone two appends from one head both
+    // committed; with the restore's snapshot (as after the run) one was lost.
+    let dir = work_dir();
+    let loaded = load("scenarios/restores.toml");
+    for seed in [8, 12] {
+        let result = run_seed(&loaded, seed, &options(dir.path())).expect("a verdict");
+        assert!(result.ok && result.settled, "seed {seed}: {:?}", result.violations);
+        assert_eq!(ending(&result), None, "seed {seed}");
+    }
+}
+
 /// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).
 fn mount_tmpfs(dir: &Path, size: &str) -> bool {
     std::process::Command::new("mount")

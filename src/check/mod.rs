@@ -242,7 +242,7 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
         return violations;
     }
     let mut history = History::from_events(input.events).with_recoveries(input.recoveries, input.restores);
-    history.lost = durability::lost_commits(input, &history);
+    history.lost = durability::lost_commits(input.recoveries, &history);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
     violations.extend(answers::check(input));
@@ -266,16 +266,24 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
 }
 
 /// Findings that no later event can undo, judged on the trace so far by
-/// the same code that judges them after the run, for a run without power
-/// loss (where no cut can take a commit back): I3's stale appends
+/// the same code that judges them after the run: I3's stale appends
 /// (`sequence::stale`), and from ending `rule` 3 on the store's wrong
 /// answers (`answers`: I6, I5, I1's short `pending` and `claim`), each
 /// judged by what the trace fixed when it was given, and the commands a
-/// replay dispatched (I6, `replay::dispatched`). A run that meets one ends
-/// after a grace (`sim::simulator::stall`), its verdict the one a full run
-/// would give.
-pub fn certain(events: &[TraceEvent], claims: Option<Claims>, rule: u32) -> Vec<Violation> {
-    let history = History::from_events(events);
+/// replay dispatched (I6, `replay::dispatched`). A cut or a restore can
+/// take a commit back: in a run with them, judged only after the last
+/// (`sim::simulator::stall`), with the `recoveries` after each cut and the
+/// `restores` so far, as after the run. A run that meets one ends after a
+/// grace, its verdict the one a full run would give.
+pub fn certain(
+    events: &[TraceEvent],
+    recoveries: &[crate::sim::Recovery],
+    restores: &[crate::sim::Recovery],
+    claims: Option<Claims>,
+    rule: u32,
+) -> Vec<Violation> {
+    let mut history = History::from_events(events).with_recoveries(recoveries, restores);
+    history.lost = durability::lost_commits(recoveries, &history);
     let mut violations = sequence::stale(events, &history);
     if rule >= 3 {
         violations.extend(answers::judge_all(events, Vec::new(), claims));

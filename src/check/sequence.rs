@@ -61,9 +61,9 @@ fn from_files(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
 
 /// From the trace alone: a committed append stored at another seq than
 /// the one it was decided for, and two appends decided from one head that
-/// both committed. No later event undoes either, except a power cut that
-/// loses one of the commits (`History::lost`), so a run without power loss
-/// may judge them on the trace so far (`certain`).
+/// both committed. No later event undoes either, except a power cut or a
+/// restore that loses one of the commits (`History::lost`), so once none
+/// can follow they are judged on the trace so far (`certain`).
 pub fn stale(events: &[crate::trace::TraceEvent], history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut from_head: BTreeMap<(&str, u64), Vec<(u64, ActorId)>> = BTreeMap::new();

@@ -165,8 +165,9 @@ pub struct RunLimits {
 /// phase; 3 also judges the store's wrong answers and a replay's
 /// dispatches early (`check::certain`), waits one attempt of a retry chain
 /// between durable facts (`Budget::stall_window`) and stops faults once a
-/// run is stuck with them on.
-pub const ENDING_RULE: u32 = 3;
+/// run is stuck with them on; 4 also judges runs with power loss or
+/// restores early, once their fault phase is over.
+pub const ENDING_RULE: u32 = 4;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -108,15 +108,19 @@ fn stuck_since(now: u64, last: u64, quiet: u64, window: u64) -> Option<u64> {
 }
 
 impl Simulator<'_> {
-    /// At a settle check, in either phase: judges the trace so far for
-    /// findings no later event can undo (`check::certain`), in a run
-    /// without power loss, at doubling intervals. The first one ends the
-    /// run a grace of `Q` ticks later (what followed shows in the report).
+    /// At a settle check: judges the trace so far for findings no later
+    /// event can undo (`check::certain`), at doubling intervals. The first
+    /// one ends the run a grace of `Q` ticks later (what followed shows in
+    /// the report). In either phase of a run without power loss or
+    /// restores; in a run with them, only once the fault phase is over
+    /// (every scripted fault too), from ending rule 4 (before it, never):
+    /// a cut or a restore can take a commit back, and after the last one
+    /// nothing can.
     pub(super) fn judge_so_far(&mut self) {
         let run = &self.scenario.run;
+        let takes_back = self.power.is_some() || self.scenario.restore.is_some();
         if !run.end_when_certain
-            || self.power.is_some()
-            || self.scenario.restore.is_some()
+            || (takes_back && (run.ending_rule < 4 || self.phase != Phase::Quiet || self.now <= run.ticks_fault))
             || self.stall.end_after.is_some()
         {
             return;
@@ -126,10 +130,15 @@ impl Simulator<'_> {
         }
         self.stall.next_judged = self.now.max(run.settle_check_ticks).saturating_mul(2);
         let claims = crate::check::Claims::of(self.scenario);
-        let Some(finding) = crate::check::certain(self.trace.events(), claims, run.ending_rule)
-            .into_iter()
-            .next()
-        else {
+        let Some(finding) = crate::check::certain(
+            self.trace.events(),
+            &self.recoveries,
+            &self.restores,
+            claims,
+            run.ending_rule,
+        )
+        .into_iter()
+        .next() else {
             return;
         };
         let grace = self.scenario.quiet_ticks_min();
