@@ -25,7 +25,8 @@ use crate::scenario::{Loaded, Scenario};
 pub const FORMAT: &str = "crashsim-capsule/4";
 
 /// Capsules recorded under ending rule 3 (runs with power loss or
-/// restores never judged early): each replays with that rule.
+/// restores never judged early, writers scanning again at once after a
+/// command done without a result): each replays with that rule.
 pub const FORMAT_3: &str = "crashsim-capsule/3";
 
 /// Capsules recorded under ending rule 2 (stale appends judged early,

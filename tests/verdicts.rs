@@ -283,6 +283,34 @@ fn a_commit_a_restore_took_back_is_no_stale_append_judged_early() {
     }
 }
 
+#[test]
+fn a_writer_does_not_spin_on_a_row_marked_done_without_a_result() {
+    // Rows marked done before their results came back: under rule 3 every
+    // writer scanned `heads` again at once, picked such a workflow again and
+    // found no result, thousands of times; from rule 4 it waits for its poll.
+    let dir = work_dir();
+    let loaded = load("scenarios/retries.toml")
+        .with_mutant("mark_done_before_confirm")
+        .unwrap();
+    let now = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let mut old = loaded.clone();
+    old.scenario.run.ending_rule = 3;
+    let old = run_seed(&old, 0, &options(dir.path())).expect("a verdict");
+    assert_eq!(now.violations[0].invariant, Invariant::I1);
+    assert_eq!(old.violations[0].invariant, Invariant::I1);
+    assert!(now.steps * 4 < old.steps, "{} against {}", now.steps, old.steps);
+    // No correct store leaves such a row: the reference's runs are as they were.
+    let reference = load("scenarios/retries.toml");
+    let mut before = reference.clone();
+    before.scenario.run.ending_rule = 3;
+    for seed in [0, 1] {
+        let today = run_seed(&reference, seed, &options(dir.path())).expect("a verdict");
+        let before = run_seed(&before, seed, &options(dir.path())).expect("a verdict");
+        assert!(today.ok, "seed {seed}");
+        assert_eq!(today.trace_hash, before.trace_hash, "seed {seed}");
+    }
+}
+
 /// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).
 fn mount_tmpfs(dir: &Path, size: &str) -> bool {
     std::process::Command::new("mount")

@@ -48,6 +48,10 @@ pub struct World<'a> {
     /// With leases: a holder sends only while its clock reads before
     /// `expires - lease_margin_ticks`.
     pub lease_margin_ticks: u64,
+    /// A writer that finds its awaited command done without a result waits
+    /// for its poll before it scans again (ending rule 4; before it, it
+    /// scanned again at once, and spun on a store that leaves rows so).
+    pub wait_on_resultless: bool,
 }
 
 /// Decides whether an actor dies at a kill point (the simulator's

@@ -20,7 +20,9 @@
 //! it starts (it knows nothing), right after a scan that found more than
 //! the one workflow it took, and when a wait for a nudge ends without one
 //! (the poll that finds what lost nudges and dead writers left). Otherwise
-//! a writer with nothing known to do waits for a nudge.
+//! a writer with nothing known to do waits for a nudge, and so does one
+//! whose awaited command it found done without a result (a store that
+//! marks rows so would have it pick the same workflow again and again).
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -266,6 +268,12 @@ impl Writer {
             done: awaited.done,
         });
         let Some(result) = awaited.result.as_deref().filter(|_| awaited.done) else {
+            // Done without a result: no correct store leaves a row so, and
+            // another scan at once would find the same head and pick it
+            // again; look again at the poll, or at a nudge.
+            if awaited.done && ctx.world.wait_on_resultless {
+                self.scan = false;
+            }
             return Ok(Next::Continue);
         };
         Ok(match event_for_result(&replayed.trip, result) {

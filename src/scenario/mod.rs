@@ -166,7 +166,9 @@ pub struct RunLimits {
 /// dispatches early (`check::certain`), waits one attempt of a retry chain
 /// between durable facts (`Budget::stall_window`) and stops faults once a
 /// run is stuck with them on; 4 also judges runs with power loss or
-/// restores early, once their fault phase is over.
+/// restores early, once their fault phase is over, and a writer that
+/// finds its awaited command done without a result (no correct store
+/// leaves one so) waits for its poll instead of scanning again at once.
 pub const ENDING_RULE: u32 = 4;
 
 /// What the system does and with how many actors.

@@ -42,6 +42,7 @@ impl<'a> World<'a> {
             retries: scenario.retries.map(|retries| retries.policy()),
             dedup_retention_ticks: scenario.receivers.and_then(|receivers| receivers.dedup_retention_ticks),
             lease_margin_ticks: scenario.leases.map_or(0, |leases| leases.margin_ticks),
+            wait_on_resultless: scenario.run.ending_rule >= 4,
         }
     }
 }
