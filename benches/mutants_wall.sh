@@ -10,10 +10,15 @@
 #   benches/mutants_wall.sh                      --seeds 200 --ranges 3
 #   SEEDS=20 RANGES=1 JOBS=2 benches/mutants_wall.sh
 #   CRASHSIM=target/release/crashsim benches/mutants_wall.sh
+#   CRASHSIM_OFF=/tmp/old/crashsim benches/mutants_wall.sh
+#
+# CRASHSIM_OFF runs the rule-off table with another build (default: the
+# same one): today's rule against an older build's runs to their budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CRASHSIM=${CRASHSIM:-target/release/crashsim}
+CRASHSIM_OFF=${CRASHSIM_OFF:-$CRASHSIM}
 SEEDS=${SEEDS:-200}
 RANGES=${RANGES:-3}
 JOBS=${JOBS:-2}
@@ -35,9 +40,10 @@ done
 # and its children, which a machine shared with other work disturbs far
 # less than wall time); its JSON lines go to $1.
 table() {
-  local code=0
+  local code=0 binary=$CRASHSIM
+  [[ $1 == */off.json ]] && binary=$CRASHSIM_OFF
   /usr/bin/time -f "%e %U %S" -o "$work/time" \
-    "$CRASHSIM" mutants "${@:2}" --seeds "$SEEDS" --ranges "$RANGES" --jobs "$JOBS" \
+    "$binary" mutants "${@:2}" --seeds "$SEEDS" --ranges "$RANGES" --jobs "$JOBS" \
     --no-report --format json >"$1" || code=$?
   # 0: every mutant caught, 1: some not; anything else is a broken table.
   [[ $code -le 1 ]] || { echo "mutants exited $code" >&2; exit 2; }
@@ -46,6 +52,7 @@ table() {
 }
 
 echo "mutants --seeds $SEEDS --ranges $RANGES --jobs $JOBS, $((${#on[@]} / 2)) scenarios"
+echo "rule on: $CRASHSIM; rule off: $CRASHSIM_OFF"
 read -r on_wall on_cpu < <(table "$work/on.json" "${on[@]}")
 echo "rule on:  ${on_wall} s wall, ${on_cpu} s cpu"
 read -r off_wall off_cpu < <(table "$work/off.json" "${off[@]}")
