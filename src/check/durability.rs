@@ -19,14 +19,14 @@ use super::{History, Input, Invariant, Violation};
 /// Indices (into `history.commits`) of commits whose event a cut or a
 /// restore lost: a commit is lost if the first cut after it, or any
 /// restore after it, leaves a store without its event.
-pub fn lost_commits(recoveries: &[crate::sim::Recovery], history: &History<'_>) -> BTreeSet<usize> {
+pub fn lost_commits(history: &History<'_>) -> BTreeSet<usize> {
     let mut lost = BTreeSet::new();
     for (index, commit) in history.commits.iter().enumerate() {
         let cut = history
             .cuts
             .iter()
             .position(|(at, _, _)| *at > commit.index)
-            .and_then(|cut| recoveries.get(cut));
+            .and_then(|cut| history.recoveries.get(cut));
         let cut_lost = cut.is_some_and(|recovery| !holds(&recovery.snapshot, commit.appended));
         let restored_away = history
             .restores_between(commit.index, usize::MAX)

@@ -241,8 +241,7 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
         order(&mut violations);
         return violations;
     }
-    let mut history = History::from_events(input.events).with_recoveries(input.recoveries, input.restores);
-    history.lost = durability::lost_commits(input.recoveries, &history);
+    let history = history_with_losses(input.events, input.recoveries, input.restores);
     let mut violations = Vec::new();
     violations.extend(commands::check(input, &history));
     violations.extend(answers::check(input));
@@ -265,6 +264,19 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations
 }
 
+/// The history of `events`, with the commits a cut or a restore lost
+/// (`History::lost`): what every judgement of stale appends and replays
+/// reads, after the run and during it (`certain`).
+fn history_with_losses<'a>(
+    events: &'a [TraceEvent],
+    recoveries: &'a [crate::sim::Recovery],
+    restores: &'a [crate::sim::Recovery],
+) -> History<'a> {
+    let mut history = History::from_events(events).with_recoveries(recoveries, restores);
+    history.lost = durability::lost_commits(&history);
+    history
+}
+
 /// Findings that no later event can undo, judged on the trace so far by
 /// the same code that judges them after the run: I3's stale appends
 /// (`sequence::stale`), and from ending `rule` 3 on the store's wrong
@@ -282,8 +294,7 @@ pub fn certain(
     claims: Option<Claims>,
     rule: u32,
 ) -> Vec<Violation> {
-    let mut history = History::from_events(events).with_recoveries(recoveries, restores);
-    history.lost = durability::lost_commits(recoveries, &history);
+    let history = history_with_losses(events, recoveries, restores);
     let mut violations = sequence::stale(events, &history);
     if rule >= 3 {
         violations.extend(answers::judge_all(events, Vec::new(), claims));
