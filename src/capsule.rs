@@ -22,7 +22,11 @@ use crate::scenario::{Loaded, Scenario};
 
 /// The `format` key of every capsule written now: runs end by ending rule
 /// `scenario::ENDING_RULE`.
-pub const FORMAT: &str = "crashsim-capsule/4";
+pub const FORMAT: &str = "crashsim-capsule/5";
+
+/// Capsules recorded under ending rule 4 (an effect applied twice judged
+/// after the run only): each replays with that rule.
+pub const FORMAT_4: &str = "crashsim-capsule/4";
 
 /// Capsules recorded under ending rule 3 (runs with power loss or
 /// restores never judged early, writers scanning again at once after a
@@ -60,7 +64,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// `FORMAT`, or an older one (`FORMAT_3`, `FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
+    /// `FORMAT`, or an older one (`FORMAT_4`, `FORMAT_3`, `FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -129,6 +133,7 @@ impl Capsule {
         let format = match scenario.run.ending_rule {
             2 if scenario.run.end_when_certain => FORMAT_2,
             3 if scenario.run.end_when_certain => FORMAT_3,
+            4 if scenario.run.end_when_certain => FORMAT_4,
             _ => FORMAT,
         };
         Capsule {
@@ -178,6 +183,7 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_4 => capsule.scenario.run.ending_rule = 4,
             FORMAT_3 => capsule.scenario.run.ending_rule = 3,
             FORMAT_2 => capsule.scenario.run.ending_rule = 2,
             FORMAT_1 => capsule.scenario.run.end_when_certain = false,
@@ -185,7 +191,7 @@ impl Capsule {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "format {other:?} is none of {FORMAT:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
+                        "format {other:?} is none of {FORMAT:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
                     ),
                 });
             }

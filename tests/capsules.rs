@@ -106,7 +106,8 @@ fn a_passing_run_saved_as_a_capsule_keeps_passing() {
 /// same seeds under today's rule end sooner. Rule 2 (format 2, at e4d0446:
 /// faults on to the end of their phase, only stale appends judged early,
 /// the whole retry chain in the stall window); rule 3 (format 3, at
-/// 1a18c7e: runs with power loss or restores never judged early).
+/// 1a18c7e: runs with power loss or restores never judged early); rule 4
+/// (format 4, at c976043: an effect applied twice judged after the run).
 #[test]
 fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
     let dir = work_dir();
@@ -115,6 +116,8 @@ fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
         (2, "retries+mark_done_before_confirm-0"),
         (3, "power_loss+max_seq_plus_one-0"),
         (3, "restores+max_seq_plus_one-0"),
+        (4, "smoke+no_dedup-0"),
+        (4, "interleave+lookup_outside_txn-0"),
     ];
     for (rule, name) in fixtures {
         let path = root().join(format!("tests/fixtures/capsules_rule{rule}/{name}.toml"));

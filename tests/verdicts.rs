@@ -311,6 +311,46 @@ fn a_writer_does_not_spin_on_a_row_marked_done_without_a_result() {
     }
 }
 
+#[test]
+fn an_effect_applied_twice_ends_the_run_when_the_receivers_rows_show_it() {
+    use crashsim::trace::Op;
+    // A receiver without de-duplication applies a command again at tick
+    // 162: from rule 5 the trace's second application is the cue, the
+    // receiver's rows read then are the evidence, and the run ends certain
+    // where rule 4 ran on to settle. The verdict leads the same.
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml").with_mutant("no_dedup").unwrap();
+    let now = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let Some((_, Op::Certain { invariant, .. })) = ending(&now) else {
+        panic!("the run ends certain: {:?}", ending(&now));
+    };
+    assert_eq!(invariant, "I2");
+    let mut old = loaded.clone();
+    old.scenario.run.ending_rule = 4;
+    let old = run_seed(&old, 0, &options(dir.path())).expect("a verdict");
+    assert!(now.steps * 3 < old.steps, "{} against {}", now.steps, old.steps);
+    assert_eq!(now.violations[0], old.violations[0]);
+    // The rows are read on connections that never write: reference runs
+    // whose receivers applied a command again after a kill before its
+    // commit (the cue) keep the trace they had under rule 4.
+    let reference = load("scenarios/crash_storm.toml");
+    let mut before = reference.clone();
+    before.scenario.run.ending_rule = 4;
+    for seed in [0, 1, 2] {
+        let today = run_seed(&reference, seed, &options(dir.path())).expect("a verdict");
+        let before = run_seed(&before, seed, &options(dir.path())).expect("a verdict");
+        assert!(today.ok, "seed {seed}: {:?}", today.violations);
+        assert_eq!(today.trace_hash, before.trace_hash, "seed {seed}");
+        let mut applied = std::collections::BTreeMap::new();
+        for event in today.events.as_deref().unwrap_or_default() {
+            if let Op::Apply { key, .. } = &event.op {
+                *applied.entry(key.clone()).or_insert(0) += 1;
+            }
+        }
+        assert!(applied.values().any(|n| *n > 1), "seed {seed}: no cue to read the rows");
+    }
+}
+
 /// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).
 fn mount_tmpfs(dir: &Path, size: &str) -> bool {
     std::process::Command::new("mount")

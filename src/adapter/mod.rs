@@ -155,6 +155,7 @@ impl Adapter {
                 served: identity.roles,
                 retries: identity.can(protocol::RETRIES),
                 fork: fork && identity.can(fork::CAPABILITY),
+                reference_schema: false,
             },
             files: file_hashes(command, &identity.sources),
             identity,
@@ -173,6 +174,7 @@ impl Adapter {
         let mut adapter = Adapter::probe(&command, timeout, fork)?;
         adapter.engine = implementation.engine();
         adapter.files = BTreeMap::new();
+        adapter.launch.reference_schema = true;
         Ok(adapter)
     }
 

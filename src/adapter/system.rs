@@ -31,6 +31,9 @@ pub struct Launch {
     /// Whether connections are forked by a fork server (the adapter
     /// declared `fork`, and the command line did not turn it off).
     pub fork: bool,
+    /// The adapter is crashsim's own `serve` (`--mode process`): its files
+    /// have the reference schema, which crashsim reads itself (`peek`).
+    pub reference_schema: bool,
 }
 
 pub struct AdapterSystem {
@@ -275,6 +278,16 @@ impl System for AdapterSystem {
                 snapshot
             }
         })
+    }
+
+    /// crashsim's own `serve` keeps the reference schema, read as
+    /// in-process; an outside store's copies are not read yet (an effect
+    /// applied twice is judged after the run, from its `dump`).
+    fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
+        match self.launch.reference_schema {
+            true => Ok(Some(Snapshot::read_copy(store, receiver)?)),
+            false => Ok(None),
+        }
     }
 
     /// On a process of its own (`backup`), or the reference's backup when

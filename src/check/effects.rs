@@ -33,9 +33,10 @@ use super::alive::{self, Alive, Record, Records};
 use super::history::Answer;
 use super::retention::Purges;
 use super::snapshot::Effect;
-use super::{History, Input, Invariant, Violation};
+use super::{History, Invariant, Snapshot, Violation};
 use crate::actors::ActorId;
 use crate::store::Outcome;
+use crate::trace::TraceEvent;
 use crate::workflow::payload;
 use crate::workload::NearMiss;
 
@@ -55,9 +56,28 @@ fn rolled_back(history: &History<'_>, command: &str) -> bool {
         })
 }
 
-pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<Violation> {
+/// Whether the trace shows some command applied twice (under any of its
+/// keys, never a near miss's), one of them committed: where `certain`
+/// looks at the receiver's rows for I2 while the run goes. One rolled
+/// back by a kill counts: a store may have committed it all the same.
+pub fn applied_twice(history: &History<'_>) -> bool {
+    let mut counts: BTreeMap<&str, (u32, bool)> = BTreeMap::new();
+    history
+        .applied
+        .iter()
+        .filter(|applied| !history.near_misses.contains_key(applied.key))
+        .any(|applied| {
+            let counts = counts.entry(history.command_of(applied.key)).or_default();
+            counts.0 += 1;
+            counts.1 |= applied.acked.is_some();
+            counts.0 > 1 && counts.1
+        })
+}
+
+/// Judges the effects `snapshot` holds: the dump after the run, or one
+/// taken while it goes (`System::peek`, from which only I2 is certain).
+pub fn check(events: &[TraceEvent], snapshot: &Snapshot, history: &History<'_>, purges: &Purges) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let snapshot = input.snapshot;
     let rows = snapshot.rows_by_id();
     let records = Records::of(history, snapshot);
     let mut by_command: BTreeMap<&str, Vec<&Effect>> = BTreeMap::new();
@@ -175,8 +195,8 @@ pub fn check(input: &Input<'_>, history: &History<'_>, purges: &Purges) -> Vec<V
                 .collect();
             let cause = genuine
                 .iter()
-                .find_map(|effect| super::interleaving::apply_between(input.events, &effect.key))
-                .or_else(|| super::apart::survived_kill(input.events, &genuine))
+                .find_map(|effect| super::interleaving::apply_between(events, &effect.key))
+                .or_else(|| super::apart::survived_kill(events, &genuine))
                 .map(|cause| format!(": {cause}"))
                 .unwrap_or_default();
             violations.push(

@@ -247,9 +247,10 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations.extend(answers::check(input));
     violations.extend(retries::check(input));
     violations.extend(effects::check(
-        input,
+        input.events,
+        input.snapshot,
         &history,
-        &retention::Purges::of(input, retention),
+        &retention::Purges::of(input.events, retention),
     ));
     violations.extend(sequence::check(input, &history));
     violations.extend(replay::check(input, &history));
@@ -287,21 +288,58 @@ fn history_with_losses<'a>(
 /// (`sim::simulator::stall`), with the `recoveries` after each cut and the
 /// `restores` so far, as after the run. A run that meets one ends after a
 /// grace, its verdict the one a full run would give.
+///
+/// From rule 5, an effect applied twice (I2) too, on what the databases
+/// hold now (`Now::peek`, the store's `System::peek`), read only when the
+/// trace shows a command's effect committed twice: the trace is the cue,
+/// the receiver's rows the evidence. Effects are never taken back once
+/// committed (a cut is over, as above), except by a purge the scenario's
+/// retention permits, whose excuse a later clock offset can widen: with
+/// such a retention, I2 waits for the end.
 pub fn certain(
     events: &[TraceEvent],
     recoveries: &[crate::sim::Recovery],
     restores: &[crate::sim::Recovery],
-    claims: Option<Claims>,
+    now: Now<'_>,
     rule: u32,
 ) -> Vec<Violation> {
     let history = history_with_losses(events, recoveries, restores);
-    let mut violations = sequence::stale(events, &history);
-    if rule >= 3 {
-        violations.extend(answers::judge_all(events, Vec::new(), claims));
+    let mut violations = Vec::new();
+    if !now.effects_only {
+        violations.extend(sequence::stale(events, &history));
+    }
+    if rule >= 3 && !now.effects_only {
+        violations.extend(answers::judge_all(events, Vec::new(), now.claims));
         violations.extend(replay::dispatched(&history));
+    }
+    if rule >= 5
+        && !now.retention.is_some_and(Retention::accepted)
+        && effects::applied_twice(&history)
+        && let Some(peek) = now.peek
+        && let Some(snapshot) = peek()
+    {
+        let purges = retention::Purges::of(events, now.retention);
+        violations.extend(
+            effects::check(events, &snapshot, &history, &purges)
+                .into_iter()
+                .filter(|violation| violation.invariant == Invariant::I2),
+        );
     }
     order(&mut violations);
     violations
+}
+
+/// What `certain` may read besides the trace: the scenario's claims and
+/// de-dup retention, and the databases as they are now (`peek`: `None`
+/// where they cannot be read now, or the store does not offer it).
+#[derive(Default)]
+pub struct Now<'p> {
+    pub claims: Option<Claims>,
+    pub retention: Option<Retention>,
+    pub peek: Option<&'p mut dyn FnMut() -> Option<Snapshot>>,
+    /// Judge only an effect applied twice (the trace's cue came between
+    /// two of the doubling intervals at which everything is judged).
+    pub effects_only: bool,
 }
 
 /// Puts the root cause first: violations by their earliest evidence tick

@@ -25,8 +25,7 @@
 //! `early_dedup_purge` mutant) is still blamed: no purge the retention
 //! permits explains its second application.
 
-use super::Input;
-use crate::trace::Op;
+use crate::trace::{Op, TraceEvent};
 
 /// The scenario's de-dup retention and the retry horizon the loader
 /// derived for it (`scenario::horizon`), both in ticks.
@@ -34,6 +33,23 @@ use crate::trace::Op;
 pub struct Retention {
     pub ticks: u64,
     pub horizon: u64,
+}
+
+impl Retention {
+    /// The scenario's de-dup retention, if its receivers purge.
+    pub fn of(scenario: &crate::scenario::Scenario) -> Option<Retention> {
+        let ticks = scenario.receivers?.dedup_retention_ticks?;
+        Some(Retention {
+            ticks,
+            horizon: crate::scenario::horizon(scenario).ticks,
+        })
+    }
+
+    /// At or above the horizon: purges it permits excuse an application
+    /// again (below it, a demonstration's, they do not).
+    pub fn accepted(self) -> bool {
+        self.ticks >= self.horizon
+    }
 }
 
 /// The purges the scenario's retention permits, read from the trace.
@@ -47,13 +63,13 @@ pub struct Purges {
 
 impl Purges {
     /// None unless the retention is one the protocol's rule accepts.
-    pub fn of(input: &Input<'_>, retention: Option<Retention>) -> Purges {
-        if retention.is_none_or(|retention| retention.ticks < retention.horizon) {
+    pub fn of(events: &[TraceEvent], retention: Option<Retention>) -> Purges {
+        if !retention.is_some_and(Retention::accepted) {
             return Purges::default();
         }
         let mut bound = 0u64;
         let mut cuts = Vec::new();
-        for event in input.events {
+        for event in events {
             match event.op {
                 Op::Skew { offset } | Op::ClockStep { offset, .. } => bound = bound.max(offset.unsigned_abs()),
                 Op::DedupPurged { before, .. } => cuts.push((event.tick, before)),

@@ -480,6 +480,10 @@ impl System for MutantSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
+    fn peek(&mut self, store: &Path, receiver: &Path) -> Result<Option<Snapshot>> {
+        Ok(Some(Snapshot::read_copy(store, receiver)?))
+    }
+
     fn backup(&mut self, dest: &Path, part: u32) -> Result<crate::store::Backed> {
         (self.backup)(&self.config, dest, part)
     }

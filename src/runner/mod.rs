@@ -210,14 +210,7 @@ pub fn run_seed_on(
         )));
     }
     let snapshot = output.snapshot;
-    let retention = loaded
-        .scenario
-        .receivers
-        .and_then(|receivers| receivers.dedup_retention_ticks)
-        .map(|ticks| check::Retention {
-            ticks,
-            horizon: crate::scenario::horizon(&loaded.scenario).ticks,
-        });
+    let retention = check::Retention::of(&loaded.scenario);
     let mut violations = check::check_with(
         &check::Input {
             events: &output.events,

@@ -168,8 +168,11 @@ pub struct RunLimits {
 /// run is stuck with them on; 4 also judges runs with power loss or
 /// restores early, once their fault phase is over, and a writer that
 /// finds its awaited command done without a result (no correct store
-/// leaves one so) waits for its poll instead of scanning again at once.
-pub const ENDING_RULE: u32 = 4;
+/// leaves one so) waits for its poll instead of scanning again at once;
+/// 5 also judges an effect applied twice (I2) as soon as the trace shows a
+/// command's effect committed twice, on the databases as they are then
+/// (`System::peek`).
+pub const ENDING_RULE: u32 = 5;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

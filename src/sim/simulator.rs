@@ -31,6 +31,7 @@ mod meanwhile;
 mod network;
 mod output;
 mod pause;
+mod peek;
 mod preempt;
 mod restore;
 mod retryable;
@@ -40,6 +41,7 @@ mod skew;
 mod stall;
 mod state;
 mod step;
+mod twice;
 
 use std::path::{Path, PathBuf};
 

@@ -69,6 +69,18 @@ pub fn open(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection> {
     open_read_only(path, vfs)
 }
 
+/// Opens a copy of a run's database (`System::peek`) that no connection of
+/// the run sees: read-write through the platform's own VFS, so that SQLite
+/// may recover it as after a crash (a rollback journal beside it rolls
+/// back, a WAL without its index is indexed again up to its last commit):
+/// what it then reads is what was committed when the copy was taken.
+pub fn open_copy(path: &Path) -> rusqlite::Result<Connection> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
 fn open_read_only(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection> {
     match vfs {
         None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX),
@@ -81,6 +93,37 @@ fn open_read_only(path: &Path, vfs: Option<&str>) -> rusqlite::Result<Connection
             vfs,
         ),
     }
+}
+
+/// The receiver's `effects`, by id.
+fn effects(receiver: &Connection) -> rusqlite::Result<Vec<Effect>> {
+    receiver
+        .prepare("SELECT effect_id, key, kind, payload, result FROM effects ORDER BY effect_id")?
+        .query_map([], |row| {
+            Ok(Effect {
+                effect_id: row.get(0)?,
+                key: row.get(1)?,
+                kind: row.get(2)?,
+                payload: row.get(3)?,
+                result: row.get(4)?,
+            })
+        })?
+        .collect()
+}
+
+/// The receiver's `dedup` records, by key.
+fn dedup(receiver: &Connection) -> rusqlite::Result<Vec<Dedup>> {
+    receiver
+        .prepare("SELECT key, digest, result, effect_id FROM dedup ORDER BY key")?
+        .query_map([], |row| {
+            Ok(Dedup {
+                key: row.get(0)?,
+                digest: row.get(1)?,
+                result: row.get(2)?,
+                effect_id: row.get(3)?,
+            })
+        })?
+        .collect()
 }
 
 fn integrity(conn: &Connection) -> rusqlite::Result<String> {
@@ -124,6 +167,23 @@ impl Snapshot {
         Ok(snapshot)
     }
 
+    /// What `System::peek` needs of a copy of the run's files, each
+    /// opened with `open_copy`: the outbox, effects and de-dup records
+    /// (no events, no integrity checks).
+    pub fn read_copy(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
+        let outbox = open_copy(store_path)?
+            .prepare(&format!("SELECT {} FROM outbox ORDER BY rowid", super::outbox::COLUMNS))?
+            .query_map([], super::outbox::row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let receiver = open_copy(receiver_path)?;
+        Ok(Snapshot {
+            outbox,
+            effects: effects(&receiver)?,
+            dedup: dedup(&receiver)?,
+            ..Snapshot::default()
+        })
+    }
+
     /// The event store's part (`events`, `outbox`, `store_integrity`) of a
     /// database with the reference schema.
     pub fn read_store(store_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
@@ -160,35 +220,15 @@ impl Snapshot {
     /// The receiver's part (`effects`, `dedup`, `receiver_integrity`) of a
     /// database with the reference schema.
     pub fn read_receiver(receiver_path: &Path, vfs: Option<&str>) -> rusqlite::Result<Snapshot> {
-        let receiver = open_read_only(receiver_path, vfs)?;
-        let effects = receiver
-            .prepare("SELECT effect_id, key, kind, payload, result FROM effects ORDER BY effect_id")?
-            .query_map([], |row| {
-                Ok(Effect {
-                    effect_id: row.get(0)?,
-                    key: row.get(1)?,
-                    kind: row.get(2)?,
-                    payload: row.get(3)?,
-                    result: row.get(4)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let dedup = receiver
-            .prepare("SELECT key, digest, result, effect_id FROM dedup ORDER BY key")?
-            .query_map([], |row| {
-                Ok(Dedup {
-                    key: row.get(0)?,
-                    digest: row.get(1)?,
-                    result: row.get(2)?,
-                    effect_id: row.get(3)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let receiver_integrity = integrity(&receiver)?;
+        Snapshot::receiver_part(&open_read_only(receiver_path, vfs)?)
+    }
+
+    /// `read_receiver` on an open connection.
+    fn receiver_part(receiver: &Connection) -> rusqlite::Result<Snapshot> {
         Ok(Snapshot {
-            effects,
-            dedup,
-            receiver_integrity,
+            effects: effects(receiver)?,
+            dedup: dedup(receiver)?,
+            receiver_integrity: integrity(receiver)?,
             ..Snapshot::default()
         })
     }

@@ -414,6 +414,20 @@ pub trait System {
     /// `dump::open(path, settings.vfs)`, which goes through the crash VFS
     /// when there is one.
     fn dump(&mut self) -> Result<Snapshot>;
+    /// The dump of a copy of the run's databases taken while it goes:
+    /// `store` and `receiver` are copies of the files as they were between
+    /// two steps (each with its WAL or rollback journal, never its WAL
+    /// index), which no connection of the run sees. Read them as `dump`
+    /// reads the run's files, each opened with `dump::open_copy` (which
+    /// lets SQLite recover it, so what it reads is what was committed);
+    /// the outbox, effects and de-dup records are what is judged. Called
+    /// only when the trace shows a command applied twice
+    /// (`check::certain`), to judge I2 when it happens. `Ok(None)`, the
+    /// default: not offered, and an effect applied twice is judged after
+    /// the run, as every other finding of the dump is.
+    fn peek(&mut self, _store: &std::path::Path, _receiver: &std::path::Path) -> Result<Option<Snapshot>> {
+        Ok(None)
+    }
     /// Files about the run for a failing seed's report (an adapter's stderr
     /// and transcript). Read once, after `dump`, when the run is over: what
     /// is costly to render may be handed over deferred (`Artifact::deferred`).

@@ -220,6 +220,10 @@ impl System for ReferenceSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
+    fn peek(&mut self, store: &Path, receiver: &Path) -> Result<Option<Snapshot>> {
+        Ok(Some(Snapshot::read_copy(store, receiver)?))
+    }
+
     fn backup(&mut self, dest: &Path, _part: u32) -> Result<super::Backed> {
         super::backup::backup(&self.config, dest).map(|()| super::Backed::Complete)
     }

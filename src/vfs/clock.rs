@@ -88,6 +88,15 @@ impl ClockVfs {
             .store(i64::try_from(tick).unwrap_or(i64::MAX), Ordering::Relaxed);
     }
 
+    /// The bytes of the file at `path` as the run's connections see it:
+    /// the image held in memory, if any, else the real file's (`None` if
+    /// neither exists).
+    pub fn bytes(&self, path: &std::path::Path) -> Option<Vec<u8>> {
+        self.images
+            .and_then(|images| images.bytes(&path.to_string_lossy()))
+            .or_else(|| std::fs::read(path).ok())
+    }
+
     /// Unlinks the VFS (connections still open through it keep working)
     /// and writes the files held in memory to their paths.
     pub fn retire(&self) -> std::io::Result<()> {

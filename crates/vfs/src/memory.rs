@@ -111,6 +111,11 @@ impl Images {
         self.files().get(path).map(|image| !image.is_empty())
     }
 
+    /// The bytes of `path`, if this registration holds it (a copy).
+    pub fn bytes(&self, path: &str) -> Option<Vec<u8>> {
+        self.files().get(path).map(|image| image.lock().clone())
+    }
+
     /// `path` was deleted: a later open starts empty.
     pub fn forget(&self, path: &str) {
         self.files().remove(path);

@@ -81,6 +81,10 @@ impl System for BatonSystem {
         self.inner.dump()
     }
 
+    fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
+        self.inner.peek(store, receiver)
+    }
+
     fn artifacts(&mut self) -> Vec<Artifact> {
         self.inner.artifacts()
     }

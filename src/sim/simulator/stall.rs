@@ -44,6 +44,16 @@ pub(super) struct Stall {
     /// The tick faults stopped at (`run.ticks_fault`, or sooner when the
     /// run was stuck with them on).
     pub(super) quiet_from: u64,
+    /// From ending rule 5, the cue to judge now: a command applied twice
+    /// (`twice`), held until a judgement may run.
+    twice: super::twice::Twice,
+    cued: bool,
+    /// A cue judged and found nothing (a correct store's receiver, killed
+    /// before its commit, applied the command again): the next cue waits
+    /// until this tick, the wait doubling each time, so a correct run
+    /// copies its databases a logarithmic number of times.
+    cue_after: u64,
+    cue_wait: u64,
 }
 
 /// The kinds of durable fact (`facts`).
@@ -109,32 +119,59 @@ fn stuck_since(now: u64, last: u64, quiet: u64, window: u64) -> Option<u64> {
 
 impl Simulator<'_> {
     /// At a settle check: judges the trace so far for findings no later
-    /// event can undo (`check::certain`), at doubling intervals. The first
-    /// one ends the run a grace of `Q` ticks later (what followed shows in
-    /// the report). In either phase of a run without power loss or
+    /// event can undo (`check::certain`), at doubling intervals, and from
+    /// rule 5 at once when the trace shows a command's effect committed
+    /// twice (`twice`; then the databases are read as they are, through
+    /// `System::peek`). The first finding ends the run a grace of `Q`
+    /// ticks later (what followed shows in the report). In either phase of a run without power loss or
     /// restores; in a run with them, only once the fault phase is over
     /// (every scripted fault too), from ending rule 4 (before it, never):
     /// a cut or a restore can take a commit back, and after the last one
     /// nothing can.
     pub(super) fn judge_so_far(&mut self) {
         let run = &self.scenario.run;
+        if !run.end_when_certain || self.stall.end_after.is_some() {
+            return;
+        }
+        if run.ending_rule >= 5 {
+            self.stall.cued |= self.stall.twice.cue(self.trace.events());
+        }
         let takes_back = self.power.is_some() || self.scenario.restore.is_some();
-        if !run.end_when_certain
-            || (takes_back && (run.ending_rule < 4 || self.phase != Phase::Quiet || self.now <= run.ticks_fault))
-            || self.stall.end_after.is_some()
-        {
+        if takes_back && (run.ending_rule < 4 || self.phase != Phase::Quiet || self.now <= run.ticks_fault) {
             return;
         }
-        if self.now < self.stall.next_judged {
+        let cued = self.stall.cued && self.now >= self.stall.cue_after;
+        let effects_only = self.now < self.stall.next_judged;
+        if !effects_only {
+            self.stall.next_judged = self.now.max(run.settle_check_ticks).saturating_mul(2);
+        } else if !cued {
             return;
         }
-        self.stall.next_judged = self.now.max(run.settle_check_ticks).saturating_mul(2);
-        let claims = crate::check::Claims::of(self.scenario);
+        if cued {
+            self.stall.cued = false;
+            self.stall.cue_wait = self.stall.cue_wait.saturating_mul(2).max(run.settle_check_ticks);
+            self.stall.cue_after = self.now.saturating_add(self.stall.cue_wait);
+        }
+        // The databases are copied only where the checker asks (a command
+        // applied twice); a store that offers no `peek` is judged after the run.
+        let (claims, retention) = (
+            crate::check::Claims::of(self.scenario),
+            crate::check::Retention::of(self.scenario),
+        );
+        let mut peek = || {
+            let system = self.system.as_deref_mut()?;
+            super::peek::peek(system, self.clock_vfs.as_ref(), &self.store_path, &self.receiver_path)
+        };
         let Some(finding) = crate::check::certain(
             self.trace.events(),
             &self.recoveries,
             &self.restores,
-            claims,
+            crate::check::Now {
+                claims,
+                retention,
+                peek: Some(&mut peek),
+                effects_only,
+            },
             run.ending_rule,
         )
         .into_iter()

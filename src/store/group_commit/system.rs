@@ -69,4 +69,8 @@ impl System for GroupCommitSystem {
     fn dump(&mut self) -> Result<Snapshot> {
         self.reference.dump()
     }
+
+    fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
+        self.reference.peek(store, receiver)
+    }
 }
