@@ -246,6 +246,34 @@ fn each_known_bug_of_the_example_is_caught_by_its_invariant() {
 }
 
 #[test]
+fn an_outside_stores_effect_applied_twice_ends_the_seed_when_it_happens() {
+    // The example committing its effect apart from its de-dup record: from
+    // ending rule 5 the adapter's own `dump` of a copy of its files, taken
+    // when the trace showed the command applied again, is the evidence,
+    // and the seed ends there, as the in-process mutant's does.
+    let Some(command) = example("--bug dedup_apart") else {
+        return;
+    };
+    let adapter = adapter(&command, Duration::from_secs(30));
+    let loaded = load("scenarios/smoke.toml");
+    let dir = work_dir();
+    let now = run_seed(&loaded, 0, &options(dir.path(), &adapter)).expect("a verdict");
+    let mut old = loaded.clone();
+    old.scenario.run.ending_rule = 4;
+    let old = run_seed(&old, 0, &options(dir.path(), &adapter)).expect("a verdict");
+    assert_eq!(now.violations[0], old.violations[0]);
+    assert_eq!(now.violations[0].invariant, Invariant::I2);
+    assert!(now.steps * 3 < old.steps, "{} against {}", now.steps, old.steps);
+    let in_process = run_seed(
+        &loaded.clone().with_mutant("dedup_apart").unwrap(),
+        0,
+        &common::options(dir.path()),
+    )
+    .expect("a verdict");
+    assert_eq!(now.steps, in_process.steps);
+}
+
+#[test]
 fn random_ids_are_caught_by_running_each_seed_twice() {
     let Some(command) = example("--bug uuid_ids") else {
         return;

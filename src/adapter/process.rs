@@ -158,6 +158,27 @@ impl AdapterProcess {
     /// Starts `command` as process `label`; its stderr goes to a file of
     /// that name in the log's folder.
     pub fn spawn(command: &str, label: &str, timeout: Duration, log: &SharedLog) -> Result<AdapterProcess, CallError> {
+        AdapterProcess::spawn_with(command, label, timeout, log, true)
+    }
+
+    /// `spawn`, without the variables of crashsim's VFS: a process whose
+    /// files are no file of the run (copies of them, `System::peek`).
+    pub fn spawn_without_vfs(
+        command: &str,
+        label: &str,
+        timeout: Duration,
+        log: &SharedLog,
+    ) -> Result<AdapterProcess, CallError> {
+        AdapterProcess::spawn_with(command, label, timeout, log, false)
+    }
+
+    fn spawn_with(
+        command: &str,
+        label: &str,
+        timeout: Duration,
+        log: &SharedLog,
+        vfs: bool,
+    ) -> Result<AdapterProcess, CallError> {
         interrupt::become_subreaper();
         let stderr = stderr_file(log, label)?;
         let cannot =
@@ -169,7 +190,7 @@ impl AdapterProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .env("CRASHSIM_ADAPTER_PROTOCOL", protocol::VERSION.to_string())
-            .envs(log.borrow().env.iter().map(|(key, value)| (key, value)));
+            .envs(log.borrow().env.iter().filter(|_| vfs).map(|(key, value)| (key, value)));
         let (mut child, group) = gated.spawn().map_err(cannot)?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();

@@ -44,6 +44,9 @@ pub struct AdapterSystem {
     started: u64,
     /// The run's fork server, once the first process is asked for.
     server: Option<Rc<RefCell<ForkServer>>>,
+    /// The process that dumps copies of the run's files while it goes
+    /// (`peek`), once the first is asked for.
+    peeker: Option<AdapterProcess>,
 }
 
 /// Sends `process` its hello and checks the answer (the protocol version):
@@ -131,6 +134,7 @@ impl AdapterSystem {
             log,
             started: 0,
             server: None,
+            peeker: None,
         };
         if system.launch.served.store.is_none() {
             ReferenceStore::create_schema_for(config)?;
@@ -253,6 +257,8 @@ impl System for AdapterSystem {
     }
 
     fn dump(&mut self) -> Result<Snapshot> {
+        // Every other process is gone when the final state is read.
+        self.peeker = None;
         let mut process = self.start(Purpose::Dump, "dump", 0)?;
         let ok = process
             .call("dump", self.config.clock.now(), serde_json::Map::new())
@@ -281,13 +287,57 @@ impl System for AdapterSystem {
     }
 
     /// crashsim's own `serve` keeps the reference schema, read as
-    /// in-process; an outside store's copies are not read yet (an effect
-    /// applied twice is judged after the run, from its `dump`).
+    /// in-process. An outside store's copies are dumped by the adapter's
+    /// own `dump`, on a process of their own started at the first peek:
+    /// spawned without crashsim's VFS (the copies are no file of the run,
+    /// and nothing it does may count as the run's), its hello naming the
+    /// copies, which are made at the same paths each time. A role crashsim
+    /// serves is read from its copy, as `dump` reads it.
     fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
-        match self.launch.reference_schema {
-            true => Ok(Some(Snapshot::read_copy(store, receiver)?)),
-            false => Ok(None),
+        if self.launch.reference_schema {
+            return Ok(Some(Snapshot::read_copy(store, receiver)?));
         }
+        let peeker = match &mut self.peeker {
+            Some(peeker) => peeker,
+            None => {
+                let (command, timeout) = (&self.launch.command, self.launch.timeout);
+                let mut process = AdapterProcess::spawn_without_vfs(command, "peek", timeout, &self.log)
+                    .map_err(CallError::into_store_error)?;
+                let mut copies = self.config.clone();
+                copies.store_path = store.to_path_buf();
+                copies.receiver_path = receiver.to_path_buf();
+                let who = Who {
+                    actor: "peek",
+                    incarnation: 0,
+                };
+                shake_hands(&mut process, &copies, Purpose::Dump, &who, command)
+                    .map_err(CallError::into_store_error)?;
+                self.peeker.insert(process)
+            }
+        };
+        let ok = peeker
+            .call("dump", self.config.clock.now(), serde_json::Map::new())
+            .map_err(CallError::into_store_error)?;
+        let dumped: Snapshot = serde_json::from_value(ok).map_err(|error| {
+            StoreError::Broken(format!(
+                "the adapter `{}` answered `dump` of the copies with something that is not a dump ({error})",
+                self.launch.command
+            ))
+        })?;
+        let served = self.launch.served;
+        Ok(Some(match (served.store, served.receiver) {
+            (Some(_), Some(_)) => dumped,
+            (Some(_), None) => {
+                let mut snapshot = dumped;
+                snapshot.merge(Snapshot::read_copy_receiver(receiver)?);
+                snapshot
+            }
+            (None, _) => {
+                let mut snapshot = Snapshot::read_copy_store(store)?;
+                snapshot.merge(dumped);
+                snapshot
+            }
+        }))
     }
 
     /// On a process of its own (`backup`), or the reference's backup when

@@ -171,13 +171,27 @@ impl Snapshot {
     /// opened with `open_copy`: the outbox, effects and de-dup records
     /// (no events, no integrity checks).
     pub fn read_copy(store_path: &Path, receiver_path: &Path) -> rusqlite::Result<Snapshot> {
+        let mut snapshot = Snapshot::read_copy_store(store_path)?;
+        snapshot.merge(Snapshot::read_copy_receiver(receiver_path)?);
+        Ok(snapshot)
+    }
+
+    /// `read_copy`'s store part: the outbox.
+    pub fn read_copy_store(store_path: &Path) -> rusqlite::Result<Snapshot> {
         let outbox = open_copy(store_path)?
             .prepare(&format!("SELECT {} FROM outbox ORDER BY rowid", super::outbox::COLUMNS))?
             .query_map([], super::outbox::row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let receiver = open_copy(receiver_path)?;
         Ok(Snapshot {
             outbox,
+            ..Snapshot::default()
+        })
+    }
+
+    /// `read_copy`'s receiver part: effects and de-dup records.
+    pub fn read_copy_receiver(receiver_path: &Path) -> rusqlite::Result<Snapshot> {
+        let receiver = open_copy(receiver_path)?;
+        Ok(Snapshot {
             effects: effects(&receiver)?,
             dedup: dedup(&receiver)?,
             ..Snapshot::default()
