@@ -221,6 +221,38 @@ impl AdapterSystem {
         })?;
         Ok(Connection::new(process, self.config.clock.clone(), opened.synchronous))
     }
+
+    /// The snapshot of the adapter's answer `ok` to a `dump` (`what`, for
+    /// the error), with the role crashsim serves, if one, read by
+    /// `read_store` or `read_receiver`.
+    fn dumped(
+        &self,
+        ok: serde_json::Value,
+        what: &str,
+        read_store: impl FnOnce() -> rusqlite::Result<Snapshot>,
+        read_receiver: impl FnOnce() -> rusqlite::Result<Snapshot>,
+    ) -> Result<Snapshot> {
+        let dumped: Snapshot = serde_json::from_value(ok).map_err(|error| {
+            StoreError::Broken(format!(
+                "the adapter `{}` answered {what} with something that is not a dump ({error})",
+                self.launch.command
+            ))
+        })?;
+        let served = self.launch.served;
+        Ok(match (served.store, served.receiver) {
+            (Some(_), Some(_)) => dumped,
+            (Some(_), None) => {
+                let mut snapshot = dumped;
+                snapshot.merge(read_receiver()?);
+                snapshot
+            }
+            (None, _) => {
+                let mut snapshot = read_store()?;
+                snapshot.merge(dumped);
+                snapshot
+            }
+        })
+    }
 }
 
 impl System for AdapterSystem {
@@ -264,26 +296,13 @@ impl System for AdapterSystem {
             .call("dump", self.config.clock.now(), serde_json::Map::new())
             .map_err(CallError::into_store_error)?;
         drop(process);
-        let dumped: Snapshot = serde_json::from_value(ok).map_err(|error| {
-            StoreError::Broken(format!(
-                "the adapter `{}` answered `dump` with something that is not a dump ({error})",
-                self.launch.command
-            ))
-        })?;
-        let served = self.launch.served;
-        Ok(match (served.store, served.receiver) {
-            (Some(_), Some(_)) => dumped,
-            (Some(_), None) => {
-                let mut snapshot = dumped;
-                snapshot.merge(Snapshot::read_receiver(&self.config.receiver_path, None)?);
-                snapshot
-            }
-            (None, _) => {
-                let mut snapshot = Snapshot::read_store(&self.config.store_path, None)?;
-                snapshot.merge(dumped);
-                snapshot
-            }
-        })
+        let (store, receiver) = (&self.config.store_path, &self.config.receiver_path);
+        self.dumped(
+            ok,
+            "`dump`",
+            || Snapshot::read_store(store, None),
+            || Snapshot::read_receiver(receiver, None),
+        )
     }
 
     /// crashsim's own `serve` keeps the reference schema, read as
@@ -318,26 +337,13 @@ impl System for AdapterSystem {
         let ok = peeker
             .call("dump", self.config.clock.now(), serde_json::Map::new())
             .map_err(CallError::into_store_error)?;
-        let dumped: Snapshot = serde_json::from_value(ok).map_err(|error| {
-            StoreError::Broken(format!(
-                "the adapter `{}` answered `dump` of the copies with something that is not a dump ({error})",
-                self.launch.command
-            ))
-        })?;
-        let served = self.launch.served;
-        Ok(Some(match (served.store, served.receiver) {
-            (Some(_), Some(_)) => dumped,
-            (Some(_), None) => {
-                let mut snapshot = dumped;
-                snapshot.merge(Snapshot::read_copy_receiver(receiver)?);
-                snapshot
-            }
-            (None, _) => {
-                let mut snapshot = Snapshot::read_copy_store(store)?;
-                snapshot.merge(dumped);
-                snapshot
-            }
-        }))
+        self.dumped(
+            ok,
+            "`dump` of the copies",
+            || Snapshot::read_copy_store(store),
+            || Snapshot::read_copy_receiver(receiver),
+        )
+        .map(Some)
     }
 
     /// On a process of its own (`backup`), or the reference's backup when
