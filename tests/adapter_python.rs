@@ -274,6 +274,30 @@ fn an_outside_stores_effect_applied_twice_ends_the_seed_when_it_happens() {
 }
 
 #[test]
+fn a_peek_process_that_cannot_start_stops_the_seed_without_a_verdict() {
+    // The process that dumps the copies is the one started without
+    // crashsim's VFS variables: here such a process exits at once (the
+    // marker is written after the probe). A failure of that reading is
+    // exit 2 with its cause, never a silent "no early end", which would
+    // make the trace depend on it.
+    let Some(command) = example("--bug dedup_apart") else {
+        return;
+    };
+    let dir = work_dir();
+    let marker = dir.path().join("refuse-bare-processes");
+    let command = format!(
+        "if [ -z \"$CRASHSIM_VFS_STATE\" ] && [ -e '{}' ]; then echo 'no copies' >&2; exit 3; fi; exec {command}",
+        marker.display()
+    );
+    let adapter = adapter(&command, Duration::from_secs(30));
+    std::fs::write(&marker, "").unwrap();
+    let loaded = load("scenarios/smoke.toml");
+    let error = run_seed(&loaded, 0, &options(dir.path(), &adapter)).expect_err("no verdict");
+    assert!(error.cause().contains("dumping a copy of the databases"), "{error}");
+    assert_eq!(error.kind(), crashsim::runner::ErrorKind::Contract, "{error}");
+}
+
+#[test]
 fn random_ids_are_caught_by_running_each_seed_twice() {
     let Some(command) = example("--bug uuid_ids") else {
         return;

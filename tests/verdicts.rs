@@ -351,6 +351,65 @@ fn an_effect_applied_twice_ends_the_run_when_the_receivers_rows_show_it() {
     }
 }
 
+/// A receiver without de-duplication (the `no_dedup` mutant) whose dump of
+/// the copies fails as a full disk would.
+struct PeekFails;
+
+struct PeekFailsSystem(Box<dyn System>);
+
+impl Implementation for PeekFails {
+    fn name(&self) -> &str {
+        "peek_fails"
+    }
+
+    fn description(&self) -> &str {
+        "no_dedup, on a disk that cannot hold a copy of its files"
+    }
+
+    fn system(&self, config: &SystemConfig) -> store::Result<Box<dyn System>> {
+        let no_dedup = crashsim::mutants::resolve("no_dedup").expect("a shipped mutant");
+        Ok(Box::new(PeekFailsSystem(no_dedup.system(config)?)))
+    }
+}
+
+impl System for PeekFailsSystem {
+    fn open_store(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Store>> {
+        self.0.open_store(who)
+    }
+
+    fn open_receiver(&mut self, who: &Who<'_>) -> store::Result<Box<dyn Receiver>> {
+        self.0.open_receiver(who)
+    }
+
+    fn dump(&mut self) -> store::Result<Snapshot> {
+        self.0.dump()
+    }
+
+    fn offers_peek(&self) -> bool {
+        true
+    }
+
+    fn peek(&mut self, _store: &Path, _receiver: &Path) -> store::Result<Option<Snapshot>> {
+        Err(store::StoreError::Environment("no room for the copy".to_string()))
+    }
+}
+
+#[test]
+fn a_peek_that_fails_is_an_environment_error_not_a_later_ending() {
+    // Were the failure read as "no early end", the trace would depend on
+    // the machine (and the seed would run on to its budget).
+    let dir = work_dir();
+    let loaded = load("scenarios/smoke.toml");
+    let error = run_seed_on(&loaded, &PeekFails, 0, &options(dir.path()), FaultSource::Drawn).expect_err("no verdict");
+    assert_eq!(error.kind(), ErrorKind::Environment, "{error}");
+    assert!(
+        error
+            .cause()
+            .contains("dumping a copy of the databases: no room for the copy"),
+        "{error}"
+    );
+}
+
 /// Mounts a tmpfs of `size` at `dir`, if this machine allows it (root).
 fn mount_tmpfs(dir: &Path, size: &str) -> bool {
     std::process::Command::new("mount")

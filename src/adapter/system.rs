@@ -312,6 +312,10 @@ impl System for AdapterSystem {
     /// and nothing it does may count as the run's), its hello naming the
     /// copies, which are made at the same paths each time. A role crashsim
     /// serves is read from its copy, as `dump` reads it.
+    fn offers_peek(&self) -> bool {
+        true
+    }
+
     fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
         if self.launch.reference_schema {
             return Ok(Some(Snapshot::read_copy(store, receiver)?));

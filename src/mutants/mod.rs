@@ -480,6 +480,10 @@ impl System for MutantSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
+    fn offers_peek(&self) -> bool {
+        true
+    }
+
     fn peek(&mut self, store: &Path, receiver: &Path) -> Result<Option<Snapshot>> {
         Ok(Some(Snapshot::read_copy(store, receiver)?))
     }

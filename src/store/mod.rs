@@ -424,9 +424,16 @@ pub trait System {
     /// only when the trace shows a command applied twice
     /// (`check::certain`), to judge I2 when it happens. `Ok(None)`, the
     /// default: not offered, and an effect applied twice is judged after
-    /// the run, as every other finding of the dump is.
+    /// the run, as every other finding of the dump is. An error stops the
+    /// run without a verdict, as an error of `dump` does. Called only where
+    /// `offers_peek` says so (the files are copied only then).
     fn peek(&mut self, _store: &std::path::Path, _receiver: &std::path::Path) -> Result<Option<Snapshot>> {
         Ok(None)
+    }
+    /// Whether `peek` reads copies (`false`, the default: no copy is made
+    /// and the dump after the run judges).
+    fn offers_peek(&self) -> bool {
+        false
     }
     /// Files about the run for a failing seed's report (an adapter's stderr
     /// and transcript). Read once, after `dump`, when the run is over: what

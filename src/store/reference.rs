@@ -220,6 +220,10 @@ impl System for ReferenceSystem {
         ReferenceSystem::dump_files(&self.config)
     }
 
+    fn offers_peek(&self) -> bool {
+        true
+    }
+
     fn peek(&mut self, store: &Path, receiver: &Path) -> Result<Option<Snapshot>> {
         Ok(Some(Snapshot::read_copy(store, receiver)?))
     }

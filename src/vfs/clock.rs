@@ -90,11 +90,12 @@ impl ClockVfs {
 
     /// The bytes of the file at `path` as the run's connections see it:
     /// the image held in memory, if any, else the real file's (`None` if
-    /// neither exists).
-    pub fn bytes(&self, path: &std::path::Path) -> Option<Vec<u8>> {
-        self.images
-            .and_then(|images| images.bytes(&path.to_string_lossy()))
-            .or_else(|| std::fs::read(path).ok())
+    /// neither exists; an error if the real file could not be read).
+    pub fn bytes(&self, path: &std::path::Path) -> std::io::Result<Option<Vec<u8>>> {
+        match self.images.and_then(|images| images.bytes(&path.to_string_lossy())) {
+            Some(bytes) => Ok(Some(bytes)),
+            None => read_if_there(path),
+        }
     }
 
     /// Unlinks the VFS (connections still open through it keep working)
@@ -102,6 +103,15 @@ impl ClockVfs {
     pub fn retire(&self) -> std::io::Result<()> {
         shim::unregister(self.registered);
         self.images.map_or(Ok(()), Images::flush)
+    }
+}
+
+/// The bytes of the file at `path`, `None` if there is none.
+pub(crate) fn read_if_there(path: &std::path::Path) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
 }
 

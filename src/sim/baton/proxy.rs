@@ -81,6 +81,10 @@ impl System for BatonSystem {
         self.inner.dump()
     }
 
+    fn offers_peek(&self) -> bool {
+        self.inner.offers_peek()
+    }
+
     fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
         self.inner.peek(store, receiver)
     }

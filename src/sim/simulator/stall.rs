@@ -158,11 +158,18 @@ impl Simulator<'_> {
             crate::check::Claims::of(self.scenario),
             crate::check::Retention::of(self.scenario),
         );
+        // A copy or a dump of it that fails stops the run (no verdict).
+        let mut failed = None;
         let mut peek = || {
             let system = self.system.as_deref_mut()?;
-            super::peek::peek(system, self.clock_vfs.as_ref(), &self.store_path, &self.receiver_path)
+            super::peek::peek(system, self.clock_vfs.as_ref(), &self.store_path, &self.receiver_path).unwrap_or_else(
+                |fatal| {
+                    failed = Some(fatal);
+                    None
+                },
+            )
         };
-        let Some(finding) = crate::check::certain(
+        let finding = crate::check::certain(
             self.trace.events(),
             &self.recoveries,
             &self.restores,
@@ -175,7 +182,12 @@ impl Simulator<'_> {
             run.ending_rule,
         )
         .into_iter()
-        .next() else {
+        .next();
+        if let Some(fatal) = failed {
+            self.fatal = Some(fatal);
+            return;
+        }
+        let Some(finding) = finding else {
             return;
         };
         let grace = self.scenario.quiet_ticks_min();

@@ -70,6 +70,10 @@ impl System for GroupCommitSystem {
         self.reference.dump()
     }
 
+    fn offers_peek(&self) -> bool {
+        self.reference.offers_peek()
+    }
+
     fn peek(&mut self, store: &std::path::Path, receiver: &std::path::Path) -> Result<Option<Snapshot>> {
         self.reference.peek(store, receiver)
     }
