@@ -7,7 +7,10 @@
 //! that range. The median over the ranges is the figure reported, so one
 //! lucky seed does not pass for detection power. If the first range finds
 //! nothing within `seeds_max`, the scenario is taken to be blind to that
-//! mutant and its other ranges are not searched.
+//! mutant and its other ranges are not searched. A pair whose mutant runs
+//! as the reference does, seed for seed (its one difference lives in calls
+//! the scenario never makes: `mutants::LivesIn`), is not searched at all,
+//! and says why.
 //!
 //! Being caught is not enough: each mutant documents the invariants its
 //! mistake breaks (`Mutant::caught_by`). The first range's search goes on
@@ -61,6 +64,19 @@ impl Subject {
         match self {
             Subject::Mutant(mutant) => mutant.caught_by,
             Subject::Outside { .. } => &[],
+        }
+    }
+
+    /// Why this subject runs as the reference does on `loaded`, seed for
+    /// seed, if it does: a mutant whose one difference lives in calls the
+    /// scenario never makes. Such a pair is not searched.
+    pub fn identical_on(&self, loaded: &Loaded) -> Option<String> {
+        match self {
+            Subject::Mutant(mutant) => mutant
+                .lives_in
+                .never_made_by(&loaded.scenario)
+                .map(|why| format!("identical to the reference here: {why}")),
+            Subject::Outside { .. } => None,
         }
     }
 
@@ -121,6 +137,10 @@ pub struct Pair {
     pub wall_ms: Option<u64>,
     /// Seeds run for this pair, all ranges together.
     pub seeds_run: u64,
+    /// Why the pair was not searched: the subject runs as the reference
+    /// there (`Subject::identical_on`), so no seed could catch it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_searched: Option<String>,
 }
 
 /// One row of the detection table.
@@ -286,7 +306,23 @@ fn measure_pair(
         wall_ms: seeds_to_detection[0].map(|_| first.wall_ms),
         seeds_to_detection,
         seeds_run,
+        not_searched: None,
     })
+}
+
+/// A pair whose subject runs as the reference does: nothing to search.
+fn unsearched(loaded: &Loaded, settings: &Settings, why: String) -> Pair {
+    Pair {
+        scenario: loaded.name.clone(),
+        seeds_to_detection: vec![None; settings.ranges as usize],
+        median_seeds_to_detection: None,
+        first_seed: None,
+        invariants: BTreeSet::new(),
+        documented_seed: None,
+        wall_ms: None,
+        seeds_run: 0,
+        not_searched: Some(why),
+    }
 }
 
 fn mutant_row(subject: &Subject, pairs: Vec<Pair>) -> Row {
@@ -348,6 +384,7 @@ fn reference_row(scenarios: &[Loaded], settings: &Settings) -> Result<Row, RunEr
             documented_seed: None,
             wall_ms: None,
             seeds_run: results.len() as u64,
+            not_searched: None,
         });
     }
     Ok(Row {
@@ -403,7 +440,11 @@ pub fn measure(
                     let Some((mutant, loaded, options)) = tasks.get(task) else {
                         break;
                     };
-                    let pair = measure_pair(loaded, options, settings, mutants[*mutant].caught_by());
+                    let subject = &mutants[*mutant];
+                    let pair = match subject.identical_on(loaded) {
+                        Some(why) => Ok(unsearched(loaded, settings, why)),
+                        None => measure_pair(loaded, options, settings, subject.caught_by()),
+                    };
                     if let Ok(pair) = &pair {
                         progress(mutants[*mutant].name(), pair);
                     }

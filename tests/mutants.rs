@@ -269,3 +269,49 @@ fn wrong_answers_are_caught_by_shipped_scenarios_and_named_first() {
         );
     }
 }
+
+#[test]
+fn a_mutant_whose_difference_the_scenario_never_calls_runs_as_the_reference_and_is_not_searched() {
+    // The table skips such a pair (zero seeds, and why); that is only true
+    // if the mutant's runs there are the reference's, trace for trace.
+    let dir = work_dir();
+    let mut checked = 0;
+    for name in ["smoke", "leases", "retries", "backups"] {
+        let loaded = load(&format!("scenarios/{name}.toml"));
+        let options = common::options(dir.path());
+        let reference: Vec<_> = (0..2)
+            .map(|seed| crashsim::runner::run_seed(&loaded, seed, &options).unwrap().trace_hash)
+            .collect();
+        for mutant in MUTANTS.iter() {
+            let subject = Subject::Mutant(mutant);
+            let Some(why) = subject.identical_on(&loaded) else {
+                continue;
+            };
+            assert!(why.starts_with("identical to the reference here: "), "{why}");
+            let (mutated, options) = subject.prepare(&loaded, &options);
+            for (seed, hash) in reference.iter().enumerate() {
+                let result = crashsim::runner::run_seed(&mutated, seed as u64, &options).unwrap();
+                assert_eq!(&result.trace_hash, hash, "{} on {name}, seed {seed}", mutant.name);
+            }
+            checked += 1;
+        }
+    }
+    // Five on smoke, three on leases (no retention, no backups), four on
+    // retries (no leases, no backups), three on backups (no leases, no
+    // retention).
+    assert_eq!(
+        checked,
+        5 + 3 + 4 + 3,
+        "the mutants that live in calls some scenarios never make"
+    );
+    let scenarios = vec![load("scenarios/smoke.toml")];
+    let mutants: Vec<_> = ["claim_unleased_only", "no_dedup"]
+        .map(|name| Subject::Mutant(crashsim::mutants::by_name(name).unwrap()))
+        .to_vec();
+    let rows = measure(&scenarios, &mutants, &settings(dir.path(), 1), &|_, _| {}).unwrap();
+    let skipped = &rows[0].scenarios[0];
+    assert_eq!(skipped.seeds_run, 0);
+    assert!(skipped.not_searched.as_deref().unwrap().contains("no [leases]"));
+    assert!(!rows[0].caught);
+    assert!(rows[1].caught && rows[1].scenarios[0].not_searched.is_none());
+}

@@ -86,6 +86,7 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
             let found = match pair.median_seeds_to_detection {
                 Some(median) => format!("caught, median {median} seed(s)"),
                 None if pair.first_seed.is_some() => "caught in some ranges".to_string(),
+                None if pair.not_searched.is_some() => "not searched (identical to the reference here)".to_string(),
                 None => "not caught".to_string(),
             };
             eprintln!("  {mutant} on {}: {found}", pair.scenario);

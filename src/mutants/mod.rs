@@ -93,6 +93,46 @@ enum Settings {
     StoreSyncOff,
 }
 
+/// The calls a mutant's one difference lives in, where only some scenarios
+/// make them (the simulator's world asks for them on the same keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LivesIn {
+    /// Calls every scenario makes.
+    Anywhere,
+    /// `claim` and `mark_done_leased`: workers make them only under `[leases]`.
+    Leases,
+    /// `purge_dedup`: receivers purge only with `[receivers]
+    /// dedup_retention_ticks`.
+    Purges,
+    /// `System::backup`: taken only under `[backup]`.
+    Backups,
+}
+
+impl LivesIn {
+    /// Why a scenario never makes these calls, if it does not: then the
+    /// mutant's runs are the reference's, seed for seed.
+    pub fn never_made_by(self, scenario: &crate::scenario::Scenario) -> Option<&'static str> {
+        match self {
+            LivesIn::Anywhere => None,
+            LivesIn::Leases => scenario
+                .leases
+                .is_none()
+                .then_some("its workers hold no leases (no [leases]): claim and mark_done_leased are never called"),
+            LivesIn::Purges => scenario
+                .receivers
+                .and_then(|receivers| receivers.dedup_retention_ticks)
+                .is_none()
+                .then_some(
+                    "its receivers keep their de-dup records (no dedup_retention_ticks): purge_dedup is never called",
+                ),
+            LivesIn::Backups => scenario
+                .backup
+                .is_none()
+                .then_some("it takes no backups (no [backup]): the store's backup is never called"),
+        }
+    }
+}
+
 /// One known mistake, as an implementation.
 pub struct Mutant {
     pub name: &'static str,
@@ -106,6 +146,9 @@ pub struct Mutant {
     roles: Roles,
     /// How its `System` takes an online backup.
     backup: backup::Method,
+    /// Where its one difference lives, when only some scenarios make that
+    /// call: on a scenario that never does, it runs as the reference.
+    pub lives_in: LivesIn,
     /// The invariants its mistake breaks (docs/mutants.md, the "documented"
     /// column): the detection table records whether the first failing seed
     /// broke one.
@@ -133,6 +176,7 @@ const BASE: Mutant = Mutant {
         receiver: Granularity::Step,
     },
     backup: backup::online,
+    lives_in: LivesIn::Anywhere,
     caught_by: &[],
 };
 
@@ -265,6 +309,7 @@ pub static MUTANTS: [Mutant; 27] = [
         description: "leases without fencing: mark_done by command_id alone, a late acknowledgement from an expired holder counts",
         store: |inner| Box::new(store::UnfencedMarkDone { inner }),
         caught_by: &[Invariant::I8],
+        lives_in: LivesIn::Leases,
         ..BASE
     },
     Mutant {
@@ -273,6 +318,7 @@ pub static MUTANTS: [Mutant; 27] = [
         description: "de-dup records purged before producers stop retrying: a late retry applies twice",
         receiver: |inner| Box::new(receiver::EarlyDedupPurge { inner }),
         caught_by: &[Invariant::I2],
+        lives_in: LivesIn::Purges,
         ..BASE
     },
     Mutant {
@@ -345,6 +391,7 @@ pub static MUTANTS: [Mutant; 27] = [
         description: "claim takes only rows nobody ever leased: a row whose holder died is never claimed again",
         store: |inner| Box::new(reads::ClaimUnleasedOnly { inner }),
         caught_by: &[Invariant::I1],
+        lives_in: LivesIn::Leases,
         ..BASE
     },
     Mutant {
@@ -353,6 +400,7 @@ pub static MUTANTS: [Mutant; 27] = [
         description: "the backup copies the main .db file alone, with no lock: commits still in -wal are left out",
         backup: backup::db_file_only,
         caught_by: &[Invariant::I11],
+        lives_in: LivesIn::Backups,
         ..BASE
     },
     Mutant {
@@ -361,6 +409,7 @@ pub static MUTANTS: [Mutant; 27] = [
         description: "the backup copies -wal, then checkpoints and copies the .db file, with no read transaction across them: a torn file set",
         backup: backup::file_set_unlocked,
         caught_by: &[Invariant::I11],
+        lives_in: LivesIn::Backups,
         ..BASE
     },
 ];

@@ -246,6 +246,23 @@ pub fn mutants(rows: &[Row], seeds_max: u64, ranges: u32) -> String {
             optional(row.wall_ms)
         );
     }
+    let unsearched: Vec<String> = rows
+        .iter()
+        .flat_map(|row| {
+            row.scenarios
+                .iter()
+                .filter(|pair| pair.not_searched.is_some())
+                .map(|pair| format!("`{}` on `{}`", row.mutant, pair.scenario))
+        })
+        .collect();
+    if !unsearched.is_empty() {
+        let _ = writeln!(
+            text,
+            "\nNot searched, since the mutant runs as the reference there (its one difference lives in calls \
+             the scenario never makes; summary.json says which): {}.",
+            unsearched.join(", ")
+        );
+    }
     text
 }
 
