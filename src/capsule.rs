@@ -22,7 +22,12 @@ use crate::scenario::{Loaded, Scenario};
 
 /// The `format` key of every capsule written now: runs end by ending rule
 /// `scenario::ENDING_RULE`.
-pub const FORMAT: &str = "crashsim-capsule/5";
+pub const FORMAT: &str = "crashsim-capsule/6";
+
+/// Capsules recorded under ending rule 5 (I9 by the connections' settings
+/// judged after the run only, faults of a run with power loss on to the
+/// end of their phase): each replays with that rule.
+pub const FORMAT_5: &str = "crashsim-capsule/5";
 
 /// Capsules recorded under ending rule 4 (an effect applied twice judged
 /// after the run only): each replays with that rule.
@@ -64,7 +69,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// `FORMAT`, or an older one (`FORMAT_4`, `FORMAT_3`, `FORMAT_2`, `FORMAT_1`) the capsule was recorded in.
+    /// `FORMAT`, or an older one (`FORMAT_5` to `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -134,6 +139,7 @@ impl Capsule {
             2 if scenario.run.end_when_certain => FORMAT_2,
             3 if scenario.run.end_when_certain => FORMAT_3,
             4 if scenario.run.end_when_certain => FORMAT_4,
+            5 if scenario.run.end_when_certain => FORMAT_5,
             _ => FORMAT,
         };
         Capsule {
@@ -183,6 +189,7 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_5 => capsule.scenario.run.ending_rule = 5,
             FORMAT_4 => capsule.scenario.run.ending_rule = 4,
             FORMAT_3 => capsule.scenario.run.ending_rule = 3,
             FORMAT_2 => capsule.scenario.run.ending_rule = 2,
@@ -191,7 +198,7 @@ impl Capsule {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "format {other:?} is none of {FORMAT:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
+                        "format {other:?} is none of {FORMAT:?}, {FORMAT_5:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
                     ),
                 });
             }

@@ -107,7 +107,10 @@ fn a_passing_run_saved_as_a_capsule_keeps_passing() {
 /// faults on to the end of their phase, only stale appends judged early,
 /// the whole retry chain in the stall window); rule 3 (format 3, at
 /// 1a18c7e: runs with power loss or restores never judged early); rule 4
-/// (format 4, at c976043: an effect applied twice judged after the run).
+/// (format 4, at c976043: an effect applied twice judged after the run);
+/// rule 5 (format 5, at 0ab088f: I9 by the connections' settings judged
+/// after the run, faults of a run with power loss to the end of their
+/// phase).
 #[test]
 fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
     let dir = work_dir();
@@ -118,6 +121,8 @@ fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
         (3, "restores+max_seq_plus_one-0"),
         (4, "smoke+no_dedup-0"),
         (4, "interleave+lookup_outside_txn-0"),
+        (5, "power_loss+sync_off-0"),
+        (5, "power_loss+pragmas_once-0"),
     ];
     for (rule, name) in fixtures {
         let path = root().join(format!("tests/fixtures/capsules_rule{rule}/{name}.toml"));

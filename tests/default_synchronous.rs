@@ -53,12 +53,27 @@ fn a_store_that_pins_synchronous_runs_as_on_sqlites_own_default() {
     }
 }
 
+/// `loaded` with every run to its budget: faults on to the end of their
+/// phase, so the cuts show what the weak connections lose.
+fn to_the_end(loaded: &Loaded) -> Loaded {
+    let mut loaded = loaded.clone();
+    loaded.scenario.run.end_when_certain = false;
+    loaded
+}
+
 #[test]
 fn pragmas_once_loses_acknowledged_commits_under_the_weaker_default() {
     let (weak, plain) = power_loss();
     let mutant = |loaded: Loaded| loaded.with_mutant("pragmas_once").expect("a mutant");
-    let caught = runs(&mutant(weak), SEEDS);
+    let caught = runs(&to_the_end(&mutant(weak.clone())), SEEDS);
     assert!(caught.iter().all(|result| !result.ok), "every seed fails");
+    // The weak connections are certain at once (ending rule 6): the seed
+    // ends long before, led by the same finding.
+    for (today, full) in runs(&mutant(weak), SEEDS).iter().zip(&caught) {
+        let first = |result: &SeedResult| (result.violations[0].invariant, result.violations[0].message.clone());
+        assert_eq!(first(today), first(full), "seed {}", today.seed);
+        assert!(today.steps * 3 < full.steps, "{} against {}", today.steps, full.steps);
+    }
     assert!(
         caught.iter().filter(|result| lost_commit(result)).count() >= 2,
         "acknowledged commits lost in a cut: {:#?}",
@@ -77,7 +92,7 @@ fn pragmas_once_loses_acknowledged_commits_under_the_weaker_default() {
 fn the_python_examples_pragmas_once_is_caught_by_evidence_through_its_own_sqlite() {
     let Some(python) = python() else { return };
     let script = root().join("adapters/python/example_store.py");
-    let loaded = load("scenarios/power_loss.toml");
+    let loaded = to_the_end(&load("scenarios/power_loss.toml"));
     for (bug, fails) in [("", false), ("--bug pragmas_once", true)] {
         let command = format!("{python} -S {} {bug}", script.display());
         let adapter = crashsim::adapter::Adapter::probe(&command, std::time::Duration::from_secs(30), true)

@@ -203,6 +203,17 @@ pub struct Expected {
     pub journal_mode: crate::store::JournalMode,
 }
 
+impl Expected {
+    /// The levels `scenario` asks of each database's connections.
+    pub fn of(scenario: &crate::scenario::Scenario) -> Expected {
+        Expected {
+            store: scenario.sqlite.store_settings().synchronous.level(),
+            receiver: scenario.sqlite.receiver_settings().synchronous.level(),
+            journal_mode: scenario.sqlite.journal_mode,
+        }
+    }
+}
+
 /// What the store held after each of its resets, in the order of the
 /// trace: recovery after a power cut (`Op::PowerCut`), or the restored
 /// store after a restore (`Op::RolledBack`). Checkers that follow the
@@ -256,7 +267,7 @@ pub fn check_with(input: &Input<'_>, retention: Option<Retention>) -> Vec<Violat
     violations.extend(replay::check(input, &history));
     violations.extend(leases::check(input));
     violations.extend(liveness::check(input, &history));
-    violations.extend(settings::check(input, &history));
+    violations.extend(settings::check(&input.synchronous, &history));
     violations.extend(durability::check(input, &history));
     violations.extend(backups::check(input, &history));
     violations.extend(restores::check(input, &history));
@@ -296,6 +307,11 @@ fn history_with_losses<'a>(
 /// committed (a cut is over, as above), except by a purge the scenario's
 /// retention permits, whose excuse a later clock offset can widen: with
 /// such a retention, I2 waits for the end.
+///
+/// From rule 6, I9 by the connections' settings (`settings::check`): a
+/// connection that opened, or committed, below the level the scenario asks
+/// is a fact no cut takes back, so it is judged in the fault phase of a run
+/// with power loss too (`Judge::Settings`).
 pub fn certain(
     events: &[TraceEvent],
     recoveries: &[crate::sim::Recovery],
@@ -305,14 +321,22 @@ pub fn certain(
 ) -> Vec<Violation> {
     let history = history_with_losses(events, recoveries, restores);
     let mut violations = Vec::new();
-    if !now.effects_only {
+    let all = now.judge == Judge::All;
+    if all {
         violations.extend(sequence::stale(events, &history));
     }
-    if rule >= 3 && !now.effects_only {
+    if rule >= 3 && all {
         violations.extend(answers::judge_all(events, Vec::new(), now.claims));
         violations.extend(replay::dispatched(&history));
     }
+    if rule >= 6
+        && now.judge != Judge::EffectsTwice
+        && let Some(expected) = &now.synchronous
+    {
+        violations.extend(settings::check(expected, &history));
+    }
     if rule >= 5
+        && now.judge != Judge::Settings
         && !now.retention.is_some_and(Retention::accepted)
         && effects::applied_twice(&history)
         && let Some(peek) = now.peek
@@ -329,17 +353,32 @@ pub fn certain(
     violations
 }
 
-/// What `certain` may read besides the trace: the scenario's claims and
-/// de-dup retention, and the databases as they are now (`peek`: `None`
-/// where they cannot be read now, or the store does not offer it).
+/// What `certain` may read besides the trace: the scenario's claims, de-dup
+/// retention and asked `synchronous` levels, and the databases as they are
+/// now (`peek`: `None` where they cannot be read now, or the store does not
+/// offer it).
 #[derive(Default)]
 pub struct Now<'p> {
     pub claims: Option<Claims>,
     pub retention: Option<Retention>,
+    pub synchronous: Option<Expected>,
     pub peek: Option<&'p mut dyn FnMut() -> Option<Snapshot>>,
-    /// Judge only an effect applied twice (the trace's cue came between
-    /// two of the doubling intervals at which everything is judged).
-    pub effects_only: bool,
+    /// Which of its findings to judge now.
+    pub judge: Judge,
+}
+
+/// Which findings `certain` judges at one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Judge {
+    /// Every one.
+    #[default]
+    All,
+    /// Only an effect applied twice (the trace's cue came between two of
+    /// the doubling intervals at which everything is judged).
+    EffectsTwice,
+    /// Only what no cut or restore takes back, the connections' settings
+    /// (the fault phase of a run with power loss).
+    Settings,
 }
 
 /// Puts the root cause first: violations by their earliest evidence tick

@@ -230,11 +230,7 @@ pub fn run_seed_on(
                 store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
                 receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
             },
-            synchronous: check::Expected {
-                store: loaded.scenario.sqlite.store_settings().synchronous.level(),
-                receiver: loaded.scenario.sqlite.receiver_settings().synchronous.level(),
-                journal_mode: loaded.scenario.sqlite.journal_mode,
-            },
+            synchronous: check::Expected::of(&loaded.scenario),
             max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
         },
         retention,

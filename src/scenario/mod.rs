@@ -171,8 +171,11 @@ pub struct RunLimits {
 /// leaves one so) waits for its poll instead of scanning again at once;
 /// 5 also judges an effect applied twice (I2) as soon as the trace shows a
 /// command's effect committed twice, on the databases as they are then
-/// (`System::peek`).
-pub const ENDING_RULE: u32 = 5;
+/// (`System::peek`); 6 also judges I9 by the connections' settings (a
+/// connection that opened or committed below the asked level), in any
+/// run, and in the fault phase of one with power loss stops the faults at
+/// it, so the run is judged from there as after its fault phase.
+pub const ENDING_RULE: u32 = 6;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

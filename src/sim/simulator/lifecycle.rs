@@ -146,6 +146,10 @@ impl Simulator<'_> {
     }
 
     pub(super) fn script(&mut self, index: usize) {
+        // The faults stopped early, at a finding no cut takes back.
+        if self.stall.faults_stopped {
+            return;
+        }
         let Some(target) = self.scenario.script[index].kill.clone() else {
             if let Some(power) = &mut self.power {
                 power.script();

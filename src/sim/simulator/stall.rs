@@ -54,6 +54,12 @@ pub(super) struct Stall {
     /// copies its databases a logarithmic number of times.
     cue_after: u64,
     cue_wait: u64,
+    /// From ending rule 6, the next tick the connections' settings are
+    /// judged at in the fault phase of a run with power loss (doubling).
+    next_settings: u64,
+    /// The faults stopped before their phase's end, at a finding no cut
+    /// takes back (rule 6): scripted faults still to come are skipped.
+    pub(super) faults_stopped: bool,
 }
 
 /// The kinds of durable fact (`facts`).
@@ -137,9 +143,13 @@ impl Simulator<'_> {
             self.stall.cued |= self.stall.twice.cue(self.trace.events());
         }
         let takes_back = self.power.is_some() || self.scenario.restore.is_some();
-        if takes_back && (run.ending_rule < 4 || self.phase != Phase::Quiet || self.now <= run.ticks_fault) {
+        let faults_on = run.ending_rule < 4
+            || self.phase != Phase::Quiet
+            || (self.now <= run.ticks_fault && !self.stall.faults_stopped);
+        if takes_back && faults_on && !self.stop_faults_if_certain() {
             return;
         }
+        let run = &self.scenario.run;
         let cued = self.stall.cued && self.now >= self.stall.cue_after;
         let effects_only = self.now < self.stall.next_judged;
         if !effects_only {
@@ -176,8 +186,12 @@ impl Simulator<'_> {
             crate::check::Now {
                 claims,
                 retention,
+                synchronous: Some(crate::check::Expected::of(self.scenario)),
                 peek: Some(&mut peek),
-                effects_only,
+                judge: match effects_only {
+                    true => crate::check::Judge::EffectsTwice,
+                    false => crate::check::Judge::All,
+                },
             },
             run.ending_rule,
         )
@@ -200,6 +214,51 @@ impl Simulator<'_> {
         );
         self.record(ActorId::SIM, Op::Certain { invariant, until });
         self.stall.end_after = Some((until, reason));
+    }
+
+    /// In the fault phase of a run with power loss, from rule 6: judges
+    /// what no cut takes back (the connections' settings, `Judge::Settings`)
+    /// at doubling intervals, and at a finding stops the faults now
+    /// (`Op::Quiet` before `run.ticks_fault`; scripted faults still to come
+    /// are skipped), so that from here the run is judged as after its
+    /// fault phase: it ends a grace later, with repair under way and no cut
+    /// in it. Only a finding whose evidence begins before the run's first
+    /// commit stops them. True if the faults stopped. Not in a run with restores (a
+    /// restore still to come is a fault too).
+    fn stop_faults_if_certain(&mut self) -> bool {
+        let run = &self.scenario.run;
+        if run.ending_rule < 6
+            || self.power.is_none()
+            || self.scenario.restore.is_some()
+            || self.phase != Phase::Faults
+            || self.now < self.stall.next_settings
+        {
+            return false;
+        }
+        self.stall.next_settings = self.now.max(run.settle_check_ticks).saturating_mul(2);
+        let now = crate::check::Now {
+            synchronous: Some(crate::check::Expected::of(self.scenario)),
+            judge: crate::check::Judge::Settings,
+            ..Default::default()
+        };
+        let events = self.trace.events();
+        let found = crate::check::certain(events, &self.recoveries, &self.restores, now, run.ending_rule);
+        // A cut still to come may reveal a lost commit, a ghost effect or a
+        // second application whose evidence begins at the first commit or
+        // later: a finding from before it leads whatever the faults do next
+        // (a connection that opened weak at tick 0); a later one (a commit
+        // left unsynced at tick 21) waits for the end of the fault phase.
+        let first_commit = events
+            .iter()
+            .find(|event| matches!(event.op, Op::Commit { .. }))
+            .map(|event| event.tick);
+        let leads = |tick: &u64| first_commit.is_none_or(|commit| *tick < commit);
+        if !found.iter().any(|finding| finding.ticks.first().is_some_and(leads)) {
+            return false;
+        }
+        self.stall.faults_stopped = true;
+        self.quiet();
+        true
     }
 
     /// At a settle check that found the run unsettled: ends the run if it
