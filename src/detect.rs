@@ -182,6 +182,14 @@ pub struct Row {
 }
 
 impl Row {
+    /// A mutant no scenario of the table could run apart from the
+    /// reference: every pair was not searched (`Pair::not_searched`). Not
+    /// as expected either, since nothing showed it is caught, but for want
+    /// of a scenario, not of a checker.
+    pub fn untested(&self) -> bool {
+        !self.scenarios.is_empty() && self.scenarios.iter().all(|pair| pair.not_searched.is_some())
+    }
+
     /// True if the row is as it should be: a mutant caught, by one of its
     /// documented invariants when it has some; the reference clean.
     pub fn ok(&self) -> bool {
@@ -193,13 +201,14 @@ impl Row {
     }
 }
 
-/// "yes", "ESCAPED", "clean" or "FAILED", for tables.
+/// "yes", "ESCAPED", "UNTESTED", "clean" or "FAILED", for tables.
 pub fn verdict(row: &Row) -> &'static str {
     match (row.mutant.as_str(), row.caught) {
         ("reference", false) => "clean",
         ("reference", true) => "FAILED",
         (_, true) if row.documented_fired == Some(false) => "OTHER",
         (_, true) => "yes",
+        (_, false) if row.untested() => "UNTESTED",
         (_, false) => "ESCAPED",
     }
 }

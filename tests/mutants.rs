@@ -315,3 +315,16 @@ fn a_mutant_whose_difference_the_scenario_never_calls_runs_as_the_reference_and_
     assert!(!rows[0].caught);
     assert!(rows[1].caught && rows[1].scenarios[0].not_searched.is_none());
 }
+
+#[test]
+fn a_mutant_no_given_scenario_can_run_apart_from_the_reference_is_untested() {
+    let dir = work_dir();
+    let scenarios = vec![load("scenarios/smoke.toml")];
+    let mutants = vec![Subject::Mutant(
+        crashsim::mutants::by_name("backup_db_file_only").unwrap(),
+    )];
+    let rows = measure(&scenarios, &mutants, &settings(dir.path(), 1), &|_, _| {}).unwrap();
+    assert!(rows[0].untested() && !rows[0].ok());
+    assert_eq!(crashsim::detect::verdict(&rows[0]), "UNTESTED");
+    assert_eq!(rows[0].seeds_run, 0);
+}

@@ -112,10 +112,16 @@ pub fn mutants(args: &MutantsArgs) -> anyhow::Result<Exit> {
             outln!("note: reports written to {}/", dir.display());
         }
     }
-    let escaped: Vec<&str> = rows
+    let escaped: Vec<String> = rows
         .iter()
         .filter(|row| !row.ok())
-        .map(|row| row.mutant.as_str())
+        .map(|row| match row.untested() {
+            true => format!(
+                "{} (untested: no scenario given makes the calls its mistake lives in)",
+                row.mutant
+            ),
+            false => row.mutant.clone(),
+        })
         .collect();
     if escaped.is_empty() {
         Ok(Exit::Pass)

@@ -138,6 +138,12 @@ pub fn mutants(rows: &[Row], seeds_max: u64) -> String {
                 ),
                 "",
             )
+        } else if row.untested() {
+            failure(
+                "untested: it runs as the reference on every scenario of the table (its difference lives in \
+                 calls none of them makes)",
+                "",
+            )
         } else {
             failure(
                 &format!("escaped: not caught within {seeds_max} seeds in any scenario"),

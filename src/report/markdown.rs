@@ -229,6 +229,7 @@ pub fn mutants(rows: &[Row], seeds_max: u64, ranges: u32) -> String {
         let caught = match crate::detect::verdict(row) {
             "FAILED" => "**FAILED**",
             "ESCAPED" => "**escaped**",
+            "UNTESTED" => "**untested** (no scenario makes its calls)",
             "OTHER" => "**only by other invariants**",
             verdict => verdict,
         };
