@@ -9,7 +9,7 @@
 //! nothing within `seeds_max`, the scenario is taken to be blind to that
 //! mutant and its other ranges are not searched. A pair whose mutant runs
 //! as the reference does, seed for seed (its one difference lives in calls
-//! the scenario never makes: `mutants::LivesIn`), is not searched at all,
+//! the scenario never makes: `mutants::LivesIn`, `never_made_by`), is not searched at all,
 //! and says why.
 //!
 //! Being caught is not enough: each mutant documents the invariants its
@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::adapter::Adapter;
 use crate::check::Invariant;
-use crate::mutants::Mutant;
+use crate::mutants::{LivesIn, Mutant};
 use crate::runner::{Options, RunError, Sut, run_seed, run_seeds};
 use crate::scenario::Loaded;
 
@@ -72,9 +72,7 @@ impl Subject {
     /// scenario never makes. Such a pair is not searched.
     pub fn identical_on(&self, loaded: &Loaded) -> Option<String> {
         match self {
-            Subject::Mutant(mutant) => mutant
-                .lives_in
-                .never_made_by(&loaded.scenario)
+            Subject::Mutant(mutant) => never_made_by(mutant.lives_in, &loaded.scenario)
                 .map(|why| format!("identical to the reference here: {why}")),
             Subject::Outside { .. } => None,
         }
@@ -95,6 +93,30 @@ impl Subject {
                 },
             ),
         }
+    }
+}
+
+/// Why `scenario` never makes the calls a mistake `lives_in`, if it does
+/// not (on the keys the simulator's world reads): then the mutant's runs
+/// there are the reference's, seed for seed.
+fn never_made_by(lives_in: LivesIn, scenario: &crate::scenario::Scenario) -> Option<&'static str> {
+    match lives_in {
+        LivesIn::Anywhere => None,
+        LivesIn::Leases => scenario
+            .leases
+            .is_none()
+            .then_some("its workers hold no leases (no [leases]): claim and mark_done_leased are never called"),
+        LivesIn::Purges => scenario
+            .receivers
+            .and_then(|receivers| receivers.dedup_retention_ticks)
+            .is_none()
+            .then_some(
+                "its receivers keep their de-dup records (no dedup_retention_ticks): purge_dedup is never called",
+            ),
+        LivesIn::Backups => scenario
+            .backup
+            .is_none()
+            .then_some("it takes no backups (no [backup]): the store's backup is never called"),
     }
 }
 

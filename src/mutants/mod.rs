@@ -94,7 +94,7 @@ enum Settings {
 }
 
 /// The calls a mutant's one difference lives in, where only some scenarios
-/// make them (the simulator's world asks for them on the same keys).
+/// make them (`detect` reads which scenarios never do).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LivesIn {
     /// Calls every scenario makes.
@@ -106,31 +106,6 @@ pub enum LivesIn {
     Purges,
     /// `System::backup`: taken only under `[backup]`.
     Backups,
-}
-
-impl LivesIn {
-    /// Why a scenario never makes these calls, if it does not: then the
-    /// mutant's runs are the reference's, seed for seed.
-    pub fn never_made_by(self, scenario: &crate::scenario::Scenario) -> Option<&'static str> {
-        match self {
-            LivesIn::Anywhere => None,
-            LivesIn::Leases => scenario
-                .leases
-                .is_none()
-                .then_some("its workers hold no leases (no [leases]): claim and mark_done_leased are never called"),
-            LivesIn::Purges => scenario
-                .receivers
-                .and_then(|receivers| receivers.dedup_retention_ticks)
-                .is_none()
-                .then_some(
-                    "its receivers keep their de-dup records (no dedup_retention_ticks): purge_dedup is never called",
-                ),
-            LivesIn::Backups => scenario
-                .backup
-                .is_none()
-                .then_some("it takes no backups (no [backup]): the store's backup is never called"),
-        }
-    }
 }
 
 /// One known mistake, as an implementation.
