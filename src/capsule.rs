@@ -22,7 +22,11 @@ use crate::scenario::{Loaded, Scenario};
 
 /// The `format` key of every capsule written now: runs end by ending rule
 /// `scenario::ENDING_RULE`.
-pub const FORMAT: &str = "crashsim-capsule/6";
+pub const FORMAT: &str = "crashsim-capsule/7";
+
+/// Capsules recorded under ending rule 6 (what recovery found after a cut
+/// judged after the fault phase only): each replays with that rule.
+pub const FORMAT_6: &str = "crashsim-capsule/6";
 
 /// Capsules recorded under ending rule 5 (I9 by the connections' settings
 /// judged after the run only, faults of a run with power loss on to the
@@ -69,7 +73,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// `FORMAT`, or an older one (`FORMAT_5` to `FORMAT_1`) the capsule was recorded in.
+    /// `FORMAT`, or an older one (`FORMAT_6` to `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -140,6 +144,7 @@ impl Capsule {
             3 if scenario.run.end_when_certain => FORMAT_3,
             4 if scenario.run.end_when_certain => FORMAT_4,
             5 if scenario.run.end_when_certain => FORMAT_5,
+            6 if scenario.run.end_when_certain => FORMAT_6,
             _ => FORMAT,
         };
         Capsule {
@@ -189,6 +194,7 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_6 => capsule.scenario.run.ending_rule = 6,
             FORMAT_5 => capsule.scenario.run.ending_rule = 5,
             FORMAT_4 => capsule.scenario.run.ending_rule = 4,
             FORMAT_3 => capsule.scenario.run.ending_rule = 3,
@@ -198,7 +204,7 @@ impl Capsule {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "format {other:?} is none of {FORMAT:?}, {FORMAT_5:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
+                        "format {other:?} is none of {FORMAT:?}, {FORMAT_6:?}, {FORMAT_5:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
                     ),
                 });
             }

@@ -118,6 +118,17 @@ fn the_python_example_survives_power_loss_and_its_sync_bugs_do_not() {
         .find(|violation| violation.message.contains("without a single sync"))
         .expect("a commit acknowledged without a sync");
     assert_eq!(unsynced.invariant, Invariant::I9);
+
+    // Ending rule 7: the commit of tick 13 lost in the cut at tick 30 is
+    // judged at the settle check after the cut and stops the faults; the
+    // run leads with it, as a run to its budget does, in fewer steps.
+    let dir = work_dir();
+    let mut full = load("tests/fixtures/power_bytes.toml");
+    full.scenario.run.end_when_certain = false;
+    let full = run_seed(&full, 0, &options(dir.path(), &example(&python, "sync_normal_hidden"))).unwrap();
+    assert!(hidden.violations[0].message.contains("lost in the power cut"), "{:#?}", hidden.violations);
+    assert_eq!(hidden.violations[0], full.violations[0]);
+    assert!(hidden.steps < full.steps, "{} and {}", hidden.steps, full.steps);
 }
 
 /// The database files of a seed run in `dir` (not its logs).

@@ -14,7 +14,7 @@
 use crate::model::Shown;
 use std::collections::BTreeSet;
 
-use super::{History, Input, Invariant, Violation};
+use super::{Durable, History, Input, Invariant, Violation};
 
 /// Indices (into `history.commits`) of commits whose event a cut or a
 /// restore lost: a commit is lost if the first cut after it, or any
@@ -47,9 +47,15 @@ fn holds(snapshot: &crate::store::Snapshot, append: &crate::trace::Appended) -> 
 }
 
 pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
+    judge(input.recoveries, input.durable, history)
+}
+
+/// What recovery found after each cut in `recoveries` (those so far, during
+/// a run: `check::certain`), judged against the commits before it.
+pub fn judge(recoveries: &[crate::sim::Recovery], durable: Durable, history: &History<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut reported: BTreeSet<String> = BTreeSet::new();
-    for (recovery, (cut_index, tick, point)) in input.recoveries.iter().zip(&history.cuts) {
+    for (recovery, (cut_index, tick, point)) in recoveries.iter().zip(&history.cuts) {
         let snapshot = &recovery.snapshot;
         let at = format!("the power cut at tick {tick} (persistence point {point})");
         for (file, verdict) in [
@@ -66,7 +72,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 );
             }
         }
-        if input.durable.store {
+        if durable.store {
             for commit in history.commits.iter().filter(|commit| commit.index < *cut_index) {
                 let append = commit.appended;
                 let name = format!("{}#{}", Shown(&append.workflow_id), append.seq);
@@ -118,7 +124,7 @@ pub fn check(input: &Input<'_>, history: &History<'_>) -> Vec<Violation> {
                 }
             }
         }
-        if input.durable.receiver {
+        if durable.receiver {
             let acked = history
                 .applied
                 .iter()

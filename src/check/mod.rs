@@ -182,6 +182,14 @@ pub struct Durable {
 }
 
 impl Durable {
+    /// Which of `scenario`'s databases its settings promise durability.
+    pub fn of(scenario: &crate::scenario::Scenario) -> Durable {
+        Durable {
+            store: Durable::promised(&scenario.sqlite.store_settings()),
+            receiver: Durable::promised(&scenario.sqlite.receiver_settings()),
+        }
+    }
+
     /// WAL with FULL or EXTRA; a rollback journal only with EXTRA (FULL does
     /// not sync the directory after deleting the journal).
     pub fn promised(settings: &crate::store::SqliteSettings) -> bool {
@@ -311,7 +319,12 @@ fn history_with_losses<'a>(
 /// From rule 6, I9 by the connections' settings (`settings::check`): a
 /// connection that opened, or committed, below the level the scenario asks
 /// is a fact no cut takes back, so it is judged in the fault phase of a run
-/// with power loss too (`Judge::Settings`).
+/// with power loss too (`Judge::Faults`).
+///
+/// From rule 7, what recovery found after each cut so far
+/// (`durability::judge`: an acknowledged commit, mark or effect lost, a
+/// ghost effect, a failed `integrity_check`): a cut that is over is not
+/// taken back, so it is judged in the fault phase too (`Judge::Faults`).
 pub fn certain(
     events: &[TraceEvent],
     recoveries: &[crate::sim::Recovery],
@@ -335,8 +348,14 @@ pub fn certain(
     {
         violations.extend(settings::check(expected, &history));
     }
+    if rule >= 7
+        && now.judge != Judge::EffectsTwice
+        && let Some(durable) = now.durable
+    {
+        violations.extend(durability::judge(recoveries, durable, &history));
+    }
     if rule >= 5
-        && now.judge != Judge::Settings
+        && now.judge != Judge::Faults
         && !now.retention.is_some_and(Retention::accepted)
         && effects::applied_twice(&history)
         && let Some(peek) = now.peek
@@ -362,6 +381,9 @@ pub struct Now<'p> {
     pub claims: Option<Claims>,
     pub retention: Option<Retention>,
     pub synchronous: Option<Expected>,
+    /// Which databases promise durability, to judge what recovery found
+    /// after each cut so far (I9's lost commits, I4's ghosts).
+    pub durable: Option<Durable>,
     pub peek: Option<&'p mut dyn FnMut() -> Option<Snapshot>>,
     /// Which of its findings to judge now.
     pub judge: Judge,
@@ -376,9 +398,10 @@ pub enum Judge {
     /// Only an effect applied twice (the trace's cue came between two of
     /// the doubling intervals at which everything is judged).
     EffectsTwice,
-    /// Only what no cut or restore takes back, the connections' settings
-    /// (the fault phase of a run with power loss).
-    Settings,
+    /// Only what no cut takes back (the fault phase of a run with power
+    /// loss): the connections' settings, and what recovery found after
+    /// each cut so far.
+    Faults,
 }
 
 /// Puts the root cause first: violations by their earliest evidence tick

@@ -226,10 +226,7 @@ pub fn run_seed_on(
             artifacts: &output.artifacts,
             lease_margin_ticks: loaded.scenario.leases.map_or(0, |leases| leases.margin_ticks),
             claims: check::Claims::of(&loaded.scenario),
-            durable: check::Durable {
-                store: check::Durable::promised(&loaded.scenario.sqlite.store_settings()),
-                receiver: check::Durable::promised(&loaded.scenario.sqlite.receiver_settings()),
-            },
+            durable: check::Durable::of(&loaded.scenario),
             synchronous: check::Expected::of(&loaded.scenario),
             max_attempts: loaded.scenario.retries.map(|retries| retries.max_attempts),
         },

@@ -174,8 +174,11 @@ pub struct RunLimits {
 /// (`System::peek`); 6 also judges I9 by the connections' settings (a
 /// connection that opened or committed below the asked level), in any
 /// run, and in the fault phase of one with power loss stops the faults at
-/// it, so the run is judged from there as after its fault phase.
-pub const ENDING_RULE: u32 = 6;
+/// it, so the run is judged from there as after its fault phase; 7 also
+/// judges what recovery found after each cut (an acknowledged commit lost,
+/// a ghost effect) at the settle check after the cut, and stops the faults
+/// at a finding no commit since the last cut precedes.
+pub const ENDING_RULE: u32 = 7;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -57,6 +57,9 @@ pub(super) struct Stall {
     /// From ending rule 6, the next tick the connections' settings are
     /// judged at in the fault phase of a run with power loss (doubling).
     next_settings: u64,
+    /// From ending rule 7, the cuts whose recovery was judged in the fault
+    /// phase (`stop_faults_if_certain`).
+    cuts_judged: usize,
     /// The faults stopped before their phase's end, at a finding no cut
     /// takes back (rule 6): scripted faults still to come are skipped.
     pub(super) faults_stopped: bool,
@@ -113,6 +116,31 @@ impl Stall {
         self.read = events.len();
         self.last
     }
+}
+
+/// Whether a finding whose evidence begins at `tick` leads whatever a cut
+/// still to come may reveal in `events`' run: a lost commit, a ghost
+/// effect or a second application, whose evidence begins at a commit that
+/// no cut has been through yet, or later. A commit that came through a cut
+/// is on disk, and stays there in WAL mode at `synchronous` NORMAL or
+/// stricter (SQLite syncs the WAL before it checkpoints and the database
+/// before it resets the WAL; a rollback journal at FULL), so its evidence
+/// would have shown at that cut. Below that, with a disk model that keeps
+/// some unsynced writes, a later cut might reveal an older loss. Under rule 6,
+/// only a finding before the run's first commit leads (a connection that
+/// opened weak at tick 0, not a commit left unsynced at tick 21); from rule
+/// 7, one before every commit since the last cut.
+fn leads(events: &[TraceEvent], tick: u64, rule: u32) -> bool {
+    let since = match rule {
+        ..=6 => 0,
+        _ => events
+            .iter()
+            .rposition(|event| matches!(event.op, Op::PowerCut { .. }))
+            .unwrap_or(0),
+    };
+    !events[since..]
+        .iter()
+        .any(|event| matches!(event.op, Op::Commit { .. }) && event.tick <= tick)
 }
 
 /// At tick `now`, the last durable change at `last` and faults stopped at
@@ -187,6 +215,7 @@ impl Simulator<'_> {
                 claims,
                 retention,
                 synchronous: Some(crate::check::Expected::of(self.scenario)),
+                durable: Some(crate::check::Durable::of(self.scenario)),
                 peek: Some(&mut peek),
                 judge: match effects_only {
                     true => crate::check::Judge::EffectsTwice,
@@ -217,43 +246,44 @@ impl Simulator<'_> {
     }
 
     /// In the fault phase of a run with power loss, from rule 6: judges
-    /// what no cut takes back (the connections' settings, `Judge::Settings`)
-    /// at doubling intervals, and at a finding stops the faults now
-    /// (`Op::Quiet` before `run.ticks_fault`; scripted faults still to come
-    /// are skipped), so that from here the run is judged as after its
-    /// fault phase: it ends a grace later, with repair under way and no cut
-    /// in it. Only a finding whose evidence begins before the run's first
-    /// commit stops them. True if the faults stopped. Not in a run with restores (a
-    /// restore still to come is a fault too).
+    /// what no cut takes back (`Judge::Faults`: the connections' settings
+    /// at doubling intervals; from rule 7 also what recovery found after
+    /// each cut, at the settle check after it), and at a finding that
+    /// leads whatever the faults still to come could reveal (`leads`)
+    /// stops the faults now (`Op::Quiet` before `run.ticks_fault`;
+    /// scripted faults still to come are skipped), so that from here the
+    /// run is judged as after its fault phase: it ends a grace later, with
+    /// repair under way and no cut in it. True if the faults stopped. Not
+    /// in a run with restores (a restore still to come is a fault too).
     fn stop_faults_if_certain(&mut self) -> bool {
         let run = &self.scenario.run;
-        if run.ending_rule < 6
-            || self.power.is_none()
-            || self.scenario.restore.is_some()
-            || self.phase != Phase::Faults
-            || self.now < self.stall.next_settings
+        if run.ending_rule < 6 || self.power.is_none() || self.scenario.restore.is_some() || self.phase != Phase::Faults
         {
             return false;
         }
-        self.stall.next_settings = self.now.max(run.settle_check_ticks).saturating_mul(2);
+        let settings_due = self.now >= self.stall.next_settings;
+        let cut_due = run.ending_rule >= 7 && self.recoveries.len() > self.stall.cuts_judged;
+        if !settings_due && !cut_due {
+            return false;
+        }
+        if settings_due {
+            self.stall.next_settings = self.now.max(run.settle_check_ticks).saturating_mul(2);
+        }
+        self.stall.cuts_judged = self.recoveries.len();
         let now = crate::check::Now {
             synchronous: Some(crate::check::Expected::of(self.scenario)),
-            judge: crate::check::Judge::Settings,
+            durable: (run.ending_rule >= 7).then(|| crate::check::Durable::of(self.scenario)),
+            judge: crate::check::Judge::Faults,
             ..Default::default()
         };
         let events = self.trace.events();
         let found = crate::check::certain(events, &self.recoveries, &self.restores, now, run.ending_rule);
-        // A cut still to come may reveal a lost commit, a ghost effect or a
-        // second application whose evidence begins at the first commit or
-        // later: a finding from before it leads whatever the faults do next
-        // (a connection that opened weak at tick 0); a later one (a commit
-        // left unsynced at tick 21) waits for the end of the fault phase.
-        let first_commit = events
-            .iter()
-            .find(|event| matches!(event.op, Op::Commit { .. }))
-            .map(|event| event.tick);
-        let leads = |tick: &u64| first_commit.is_none_or(|commit| *tick < commit);
-        if !found.iter().any(|finding| finding.ticks.first().is_some_and(leads)) {
+        if !found.iter().any(|finding| {
+            finding
+                .ticks
+                .first()
+                .is_some_and(|tick| leads(events, *tick, run.ending_rule))
+        }) {
             return false;
         }
         self.stall.faults_stopped = true;
@@ -341,8 +371,14 @@ mod tests {
         events.push(done(30, "c1", true));
         events.push(event(40, Op::Begin));
         assert_eq!(stall.progress(&events), 10);
-        events.push(event(
-            50,
+        events.push(commit(50));
+        events.push(done(60, "c2", true));
+        assert_eq!(stall.progress(&events), 60);
+    }
+
+    fn commit(tick: u64) -> TraceEvent {
+        event(
+            tick,
             Op::Commit {
                 appended: vec![Appended {
                     workflow_id: "w".to_string(),
@@ -353,8 +389,28 @@ mod tests {
                     command_ids: Vec::new(),
                 }],
             },
-        ));
-        events.push(done(60, "c2", true));
-        assert_eq!(stall.progress(&events), 60);
+        )
+    }
+
+    #[test]
+    fn a_finding_leads_when_no_commit_a_cut_has_not_been_through_precedes_it() {
+        let cut = event(
+            400,
+            Op::PowerCut {
+                point: 7,
+                model: "random".to_string(),
+            },
+        );
+        let events = vec![commit(13), commit(21), cut, commit(450)];
+        // Rule 6: only before the run's first commit.
+        assert!(leads(&events[..2], 12, 6));
+        assert!(!leads(&events[..2], 13, 6));
+        assert!(!leads(&events, 400, 6));
+        // Rule 7: the commits at 13 and 21 came through the cut at 400.
+        assert!(!leads(&events[..2], 13, 7));
+        assert!(leads(&events[..3], 13, 7));
+        assert!(leads(&events, 400, 7));
+        assert!(leads(&events, 449, 7));
+        assert!(!leads(&events, 450, 7));
     }
 }
