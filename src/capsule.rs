@@ -22,7 +22,11 @@ use crate::scenario::{Loaded, Scenario};
 
 /// The `format` key of every capsule written now: runs end by ending rule
 /// `scenario::ENDING_RULE`.
-pub const FORMAT: &str = "crashsim-capsule/7";
+pub const FORMAT: &str = "crashsim-capsule/8";
+
+/// Capsules recorded under ending rule 7 (I8's lease safety judged after
+/// the run only): each replays with that rule.
+pub const FORMAT_7: &str = "crashsim-capsule/7";
 
 /// Capsules recorded under ending rule 6 (what recovery found after a cut
 /// judged after the fault phase only): each replays with that rule.
@@ -73,7 +77,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capsule {
-    /// `FORMAT`, or an older one (`FORMAT_6` to `FORMAT_1`) the capsule was recorded in.
+    /// `FORMAT`, or an older one (`FORMAT_7` to `FORMAT_1`) the capsule was recorded in.
     pub format: String,
     pub crashsim_version: String,
     pub git_commit: String,
@@ -145,6 +149,7 @@ impl Capsule {
             4 if scenario.run.end_when_certain => FORMAT_4,
             5 if scenario.run.end_when_certain => FORMAT_5,
             6 if scenario.run.end_when_certain => FORMAT_6,
+            7 if scenario.run.end_when_certain => FORMAT_7,
             _ => FORMAT,
         };
         Capsule {
@@ -194,6 +199,7 @@ impl Capsule {
         })?;
         match capsule.format.as_str() {
             FORMAT => {}
+            FORMAT_7 => capsule.scenario.run.ending_rule = 7,
             FORMAT_6 => capsule.scenario.run.ending_rule = 6,
             FORMAT_5 => capsule.scenario.run.ending_rule = 5,
             FORMAT_4 => capsule.scenario.run.ending_rule = 4,
@@ -204,7 +210,7 @@ impl Capsule {
                 return Err(CapsuleError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "format {other:?} is none of {FORMAT:?}, {FORMAT_6:?}, {FORMAT_5:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
+                        "format {other:?} is none of {FORMAT:?}, {FORMAT_7:?}, {FORMAT_6:?}, {FORMAT_5:?}, {FORMAT_4:?}, {FORMAT_3:?}, {FORMAT_2:?}, {FORMAT_1:?}"
                     ),
                 });
             }

@@ -111,7 +111,8 @@ fn a_passing_run_saved_as_a_capsule_keeps_passing() {
 /// rule 5 (format 5, at 0ab088f: I9 by the connections' settings judged
 /// after the run, faults of a run with power loss to the end of their
 /// phase); rule 6 (format 6, at 58156f6: what recovery found after a cut,
-/// here a ghost effect, judged after the fault phase).
+/// here a ghost effect, judged after the fault phase); rule 7 (format 7,
+/// at e64dbf9: I8's late acknowledgement judged after the run).
 #[test]
 fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
     let dir = work_dir();
@@ -125,6 +126,7 @@ fn capsules_of_an_older_ending_rule_replay_to_the_trace_they_recorded() {
         (5, "power_loss+sync_off-0"),
         (5, "power_loss+pragmas_once-0"),
         (6, "ghost_effect-0"),
+        (7, "leases+unfenced_mark_done-0"),
     ];
     for (rule, name) in fixtures {
         let path = root().join(format!("tests/fixtures/capsules_rule{rule}/{name}.toml"));

@@ -232,6 +232,26 @@ fn a_finding_no_later_event_can_undo_ends_the_run_after_a_grace() {
     assert!(full.violations.iter().any(|v| v.invariant == Invariant::I10));
 }
 
+/// Ending rule 8: a late acknowledgement that counted (I8's fencing
+/// clause) is judged when it happens; the run ends a grace later, with the
+/// first line of a run that went on (this mutant's runs settle all the
+/// same, so that one ends where the workflows finish).
+#[test]
+fn a_late_acknowledgement_that_counted_ends_the_run_after_a_grace() {
+    let dir = work_dir();
+    let loaded = load("scenarios/leases.toml").with_mutant("unfenced_mark_done").unwrap();
+    let early = run_seed(&loaded, 0, &options(dir.path())).expect("a verdict");
+    let mut full = loaded.clone();
+    full.scenario.run.end_when_certain = false;
+    let full = run_seed(&full, 0, &options(dir.path())).expect("a verdict");
+    let Some((_, crashsim::trace::Op::Certain { invariant, .. })) = ending(&early) else {
+        panic!("the ending is an event of the trace: {:?}", ending(&early));
+    };
+    assert_eq!(invariant, "I8");
+    assert_eq!(early.violations[0], full.violations[0]);
+    assert!(early.steps < full.steps, "{} and {}", early.steps, full.steps);
+}
+
 #[test]
 fn a_run_with_power_loss_is_judged_early_once_its_faults_are_over() {
     use crashsim::trace::Op;

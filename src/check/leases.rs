@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 
 use super::{Input, Invariant, Violation};
 use crate::actors::ActorId;
-use crate::trace::Op;
+use crate::trace::{Op, TraceEvent};
 
 /// A claim of a row.
 #[derive(Clone, Copy)]
@@ -63,9 +63,19 @@ struct Lease<'a> {
 }
 
 pub fn check(input: &Input<'_>) -> Vec<Violation> {
+    judge(input.events, Some(input.lease_margin_ticks))
+}
+
+/// I8 on `events`. Every clause but one is judged by what the trace fixed
+/// when it happened, so a run's prefix gives the same findings as the run
+/// (`check::certain`). The clause of one live lease by the true clock reads
+/// each actor's largest offset over the run, which a later clock step can
+/// widen: it is judged only with the lease margin given (`margin_ticks`),
+/// once no clock can step again (after the fault phase, or the run).
+pub fn judge(events: &[TraceEvent], margin_ticks: Option<u64>) -> Vec<Violation> {
     // Each actor's largest clock offset over the run (`S` per actor).
     let mut bounds: BTreeMap<ActorId, u64> = BTreeMap::new();
-    for event in input.events {
+    for event in events {
         if let Op::Skew { offset } | Op::ClockStep { offset, .. } = event.op {
             let bound = bounds.entry(event.actor).or_default();
             *bound = (*bound).max(offset.unsigned_abs());
@@ -83,7 +93,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
     // began, with the actor's clock offset then: the call ran from there to
     // its answer, and asked with the clock of its start.
     let mut suspended: BTreeMap<ActorId, (u64, i64)> = BTreeMap::new();
-    for event in input.events {
+    for event in events {
         if let Op::Preempted { .. } = event.op {
             let offset = offsets.get(&event.actor).copied().unwrap_or(0);
             suspended.entry(event.actor).or_insert((event.tick, offset));
@@ -130,16 +140,17 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                 }
             }
             Op::Send { command_id, .. } => {
-                let (Some(used), Some(current)) = (
+                let (Some(used), Some(current), Some(margin_ticks)) = (
                     mine.get(&(event.actor, command_id.as_str())),
                     latest.get(command_id.as_str()),
+                    margin_ticks,
                 ) else {
                     continue;
                 };
                 // The clause holds for this pair of clocks when their
                 // largest offsets sum to no more than the margin.
                 let (holder, claimer) = (bound_of(&event.actor), bound_of(&current.actor));
-                let strict = holder.saturating_add(claimer) <= input.lease_margin_ticks;
+                let strict = holder.saturating_add(claimer) <= margin_ticks;
                 if strict && current.token > used.token {
                     let message = format!(
                         "{command_id_shown}: two live leases by the true clock: {} sent the row at tick {} under its \
@@ -154,7 +165,7 @@ pub fn check(input: &Input<'_>) -> Vec<Violation> {
                         current.owner,
                         current.tick,
                         current.token,
-                        input.lease_margin_ticks,
+                        margin_ticks,
                         command_id_shown = Shown(command_id)
                     );
                     violations.push(Violation::new(Invariant::I8, message).command(command_id).ticks([

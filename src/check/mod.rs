@@ -321,6 +321,12 @@ fn history_with_losses<'a>(
 /// is a fact no cut takes back, so it is judged in the fault phase of a run
 /// with power loss too (`Judge::Faults`).
 ///
+/// From rule 8, I8's lease safety (`leases::judge`): a late
+/// acknowledgement that counted, a claim of a live lease or with a token
+/// that did not grow, each judged by what the trace fixed when it
+/// happened; two live leases by the true clock once no clock can step
+/// again (`Now::lease_margin`).
+///
 /// From rule 7, what recovery found after each cut so far
 /// (`durability::judge`: an acknowledged commit, mark or effect lost, a
 /// ghost effect, a failed `integrity_check`): a cut that is over is not
@@ -341,6 +347,9 @@ pub fn certain(
     if rule >= 3 && all {
         violations.extend(answers::judge_all(events, Vec::new(), now.claims));
         violations.extend(replay::dispatched(&history));
+    }
+    if rule >= 8 && all {
+        violations.extend(leases::judge(events, now.lease_margin));
     }
     if rule >= 6
         && now.judge != Judge::EffectsTwice
@@ -384,6 +393,10 @@ pub struct Now<'p> {
     /// Which databases promise durability, to judge what recovery found
     /// after each cut so far (I9's lost commits, I4's ghosts).
     pub durable: Option<Durable>,
+    /// The scenario's lease margin (0 without leases), given once no clock
+    /// can step again (the fault phase is over): I8's clause of one live
+    /// lease by the true clock reads each actor's largest offset.
+    pub lease_margin: Option<u64>,
     pub peek: Option<&'p mut dyn FnMut() -> Option<Snapshot>>,
     /// Which of its findings to judge now.
     pub judge: Judge,

@@ -177,8 +177,9 @@ pub struct RunLimits {
 /// it, so the run is judged from there as after its fault phase; 7 also
 /// judges what recovery found after each cut (an acknowledged commit lost,
 /// a ghost effect) at the settle check after the cut, and stops the faults
-/// at a finding no commit since the last cut precedes.
-pub const ENDING_RULE: u32 = 7;
+/// at a finding no commit since the last cut precedes; 8 also judges I8's
+/// lease safety while the run goes (a late acknowledgement that counted).
+pub const ENDING_RULE: u32 = 8;
 
 /// What the system does and with how many actors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -216,6 +216,8 @@ impl Simulator<'_> {
                 retention,
                 synchronous: Some(crate::check::Expected::of(self.scenario)),
                 durable: Some(crate::check::Durable::of(self.scenario)),
+                lease_margin: (self.phase == Phase::Quiet)
+                    .then(|| self.scenario.leases.map_or(0, |leases| leases.margin_ticks)),
                 peek: Some(&mut peek),
                 judge: match effects_only {
                     true => crate::check::Judge::EffectsTwice,
