@@ -12,7 +12,10 @@
 //!    first reach of its kill point, the first message sent) and on the
 //!    actor with index 0 of its role, so that smaller runs still meet it;
 //!    a clock offset (a skew, a clock step) halved toward 0;
-//! 3. fewer workflows: `trips_count` of 1, 2, 4, … (smallest first), then n−1;
+//! 3. fewer workflows: `trips_count` of 1, 2, 4, … (smallest first), then
+//!    n−1; then the trips themselves, by ddmin over their positions
+//!    (`workload.trips_kept`), so a failure that needs trip 2 of 20 keeps
+//!    it alone where a smaller count would drop it;
 //! 4. fewer actors: the same for writers, workers and receivers;
 //! 5. no scripted kills, a shorter fault phase, and (unless the target is
 //!    liveness, which a smaller budget would fake) a smaller step budget.
@@ -56,7 +59,10 @@ impl Size {
         Size {
             steps: result.steps,
             faults: result.injected.len() + scenario.script.len(),
-            workflows: workload.trips_count,
+            workflows: workload
+                .trips_kept
+                .as_ref()
+                .map_or(workload.trips_count, |kept| kept.len() as u32),
             actors: workload.writers_count + workload.workers_count + workload.receivers_count,
         }
     }
@@ -122,6 +128,7 @@ pub fn shrink(
         shrinker.faults()?;
         shrinker.simplify_faults()?;
         shrinker.workflows()?;
+        shrinker.trips()?;
         shrinker.actors()?;
         shrinker.script_and_phase()?;
         shrinker.budget()?;
@@ -202,12 +209,45 @@ impl Shrinker<'_> {
     }
 
     fn workflows(&mut self) -> Result<(), ShrinkError> {
+        // Once trips are kept by position, only `trips` removes more.
+        if self.loaded.scenario.workload.trips_kept.is_some() {
+            return Ok(());
+        }
         for trips in smaller(self.loaded.scenario.workload.trips_count) {
             let mut scenario = self.loaded.scenario.clone();
             scenario.workload.trips_count = trips;
             if self.attempt(scenario, self.schedule())? {
                 break;
             }
+        }
+        Ok(())
+    }
+
+    /// ddmin over the trips themselves (`workload.trips_kept`): a failure
+    /// that needs trip 2 of 20 keeps it and drops the others, where fewer
+    /// trips by count would drop trip 2 with the rest.
+    fn trips(&mut self) -> Result<(), ShrinkError> {
+        let workload = &self.loaded.scenario.workload;
+        let all: Vec<u32> = (0..workload.trips_count).collect();
+        let mut kept = workload.trips_kept.clone().unwrap_or(all);
+        let mut chunk = kept.len().div_ceil(2);
+        while kept.len() > 1 {
+            let mut start = 0;
+            while start < kept.len() && kept.len() > 1 {
+                let end = (start + chunk).min(kept.len());
+                let candidate: Vec<u32> = kept[..start].iter().chain(&kept[end..]).copied().collect();
+                let mut scenario = self.loaded.scenario.clone();
+                scenario.workload.trips_kept = Some(candidate.clone());
+                if !candidate.is_empty() && self.attempt(scenario, self.schedule())? {
+                    kept = candidate;
+                } else {
+                    start += chunk;
+                }
+            }
+            if chunk == 1 {
+                break;
+            }
+            chunk = chunk.div_ceil(2).min(chunk - 1).max(1);
         }
         Ok(())
     }

@@ -43,6 +43,35 @@ fn a_shrunk_failure_is_smaller_and_fails_the_same_way() {
     assert_eq!(read.judge(&replayed), Ok(()));
 }
 
+/// The workflows of a run: those its writers committed events of.
+fn workflows(result: &crashsim::runner::SeedResult) -> std::collections::BTreeSet<String> {
+    let events = result.events.as_ref().expect("traces kept");
+    events
+        .iter()
+        .filter_map(|event| match &event.op {
+            crashsim::trace::Op::Commit { appended } => Some(appended.iter().map(|a| a.workflow_id.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// `workload.trips_kept` (what `shrink` writes when it drops trips one by
+/// one): only the kept trips of those drawn run, with the ids they have in
+/// the run of them all.
+#[test]
+fn kept_trips_are_the_only_workflows_a_run_has() {
+    let dir = work_dir();
+    let mut loaded = load("scenarios/smoke.toml");
+    loaded.scenario.workload.trips_count = 6;
+    let all = workflows(&run_seed(&loaded, 0, &options(dir.path())).unwrap());
+    assert_eq!(all.len(), 6, "{all:?}");
+    loaded.scenario.workload.trips_kept = Some(vec![1, 4]);
+    let kept = workflows(&run_seed(&loaded, 0, &options(dir.path())).unwrap());
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.is_subset(&all), "{kept:?} of {all:?}");
+}
+
 #[test]
 fn the_shrink_command_writes_a_capsule_that_replays() {
     let dir = work_dir();

@@ -126,7 +126,11 @@ fn the_python_example_survives_power_loss_and_its_sync_bugs_do_not() {
     let mut full = load("tests/fixtures/power_bytes.toml");
     full.scenario.run.end_when_certain = false;
     let full = run_seed(&full, 0, &options(dir.path(), &example(&python, "sync_normal_hidden"))).unwrap();
-    assert!(hidden.violations[0].message.contains("lost in the power cut"), "{:#?}", hidden.violations);
+    assert!(
+        hidden.violations[0].message.contains("lost in the power cut"),
+        "{:#?}",
+        hidden.violations
+    );
     assert_eq!(hidden.violations[0], full.violations[0]);
     assert!(hidden.steps < full.steps, "{} and {}", hidden.steps, full.steps);
 }

@@ -205,6 +205,11 @@ pub struct Workload {
     /// The payload strings (the cities trips go to), like `ids`.
     #[serde(skip_serializing_if = "Style::is_plain")]
     pub payloads: Style,
+    /// Of the `trips_count` trips drawn, only these run: their positions in
+    /// the order drawn, from 0, ascending. `shrink` writes it when it keeps
+    /// the workflows a failure needs and drops the rest; absent, all run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trips_kept: Option<Vec<u32>>,
 }
 
 /// Simulated durations, all in ticks.
@@ -316,6 +321,7 @@ impl Default for Workload {
             pending_batch: 4,
             ids: Style::plain(),
             payloads: Style::plain(),
+            trips_kept: None,
         }
     }
 }

@@ -107,6 +107,20 @@ impl Scenario {
                 return fail(key, format!("must be between 1 and {max}, got {value}"));
             }
         }
+        if let Some(kept) = &workload.trips_kept {
+            let ascending = kept.windows(2).all(|pair| pair[0] < pair[1]);
+            let inside = kept.iter().all(|position| *position < workload.trips_count);
+            if kept.is_empty() || !ascending || !inside {
+                return fail(
+                    "workload.trips_kept",
+                    format!(
+                        "must list positions of drawn trips, ascending, each below workload.trips_count ({}): got \
+                         {kept:?}",
+                        workload.trips_count
+                    ),
+                );
+            }
+        }
         let timing = &self.timing;
         for (key, value) in [
             ("timing.step_ticks_max", timing.step_ticks_max),
@@ -490,6 +504,18 @@ mod tests {
         let polling = "[workload]\nwriters_count = 10\nworkers_count = 6\nreceivers_count = 4\n\
                        [timing]\npoll_ticks = 1\nreply_timeout_ticks = 120\n[run]\nsteps_max = 50_000\n";
         assert!(error_of(polling).contains("key `run.steps_max`"));
+    }
+
+    #[test]
+    fn kept_trips_are_positions_of_drawn_trips_ascending() {
+        assert!(parse_text("[workload]\ntrips_count = 4\ntrips_kept = [0, 3]\n").is_ok());
+        for kept in ["[]", "[3, 1]", "[1, 1]", "[0, 4]"] {
+            let message = error_of(&format!("[workload]\ntrips_count = 4\ntrips_kept = {kept}\n"));
+            assert!(
+                message.starts_with("scenarios/test.toml:3:1: key `workload.trips_kept`"),
+                "{kept}: {message}"
+            );
+        }
     }
 
     #[test]

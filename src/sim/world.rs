@@ -27,6 +27,15 @@ impl<'a> World<'a> {
                 city: prng.pick(&cities).expect("cities").clone(),
             })
             .collect();
+        // Every trip is drawn first, so the kept ones are those a run of
+        // them all has (`workload.trips_kept`, positions checked on load).
+        if let Some(kept) = &scenario.workload.trips_kept {
+            let mut position = 0;
+            trips.retain(|_| {
+                position += 1;
+                kept.binary_search(&(position - 1)).is_ok()
+            });
+        }
         trips.sort_by(|a, b| a.trip_id.cmp(&b.trip_id));
         World {
             engine,
