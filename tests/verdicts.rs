@@ -206,6 +206,21 @@ fn a_run_stuck_with_faults_on_stops_them_and_ends_a_window_later() {
     };
     assert!(since >= stopped && tick >= since + window, "{since} {tick}");
     assert!(early.ticks < loaded.scenario.run.ticks_fault, "{}", early.ticks);
+    // A scripted kill still to come when they stopped is a fault too: from
+    // ending rule 8 it is skipped, and the run is the same.
+    let mut scripted = loaded.clone();
+    scripted.scenario.script.push(crashsim::scenario::Scripted {
+        tick: (stopped + early.ticks) / 2,
+        kill: Some("all".to_string()),
+        power_cut: false,
+    });
+    let scripted = run_seed(&scripted, 0, &options(dir.path())).expect("a verdict");
+    let kills = |result: &crashsim::runner::SeedResult| {
+        let events = result.events.as_ref().expect("traces kept");
+        events.iter().filter(|e| matches!(e.op, Op::Kill { .. })).count()
+    };
+    assert_eq!(kills(&scripted), kills(&early));
+    assert_eq!(scripted.ticks, early.ticks);
     // The finding a run with faults to the end of their phase leads with.
     let mut full = loaded.clone();
     full.scenario.run.end_when_certain = false;

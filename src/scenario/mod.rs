@@ -178,7 +178,9 @@ pub struct RunLimits {
 /// judges what recovery found after each cut (an acknowledged commit lost,
 /// a ghost effect) at the settle check after the cut, and stops the faults
 /// at a finding no commit since the last cut precedes; 8 also judges I8's
-/// lease safety while the run goes (a late acknowledgement that counted).
+/// lease safety while the run goes (a late acknowledgement that counted),
+/// and a run stuck with its faults on skips the scripted faults still to
+/// come when it stops them (`Op::FaultsEnded`).
 pub const ENDING_RULE: u32 = 8;
 
 /// What the system does and with how many actors.

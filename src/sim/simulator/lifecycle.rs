@@ -146,7 +146,7 @@ impl Simulator<'_> {
     }
 
     pub(super) fn script(&mut self, index: usize) {
-        // The faults stopped early, at a finding no cut takes back.
+        // The faults stopped early (`Stall::faults_stopped`).
         if self.stall.faults_stopped {
             return;
         }

@@ -61,7 +61,9 @@ pub(super) struct Stall {
     /// phase (`stop_faults_if_certain`).
     cuts_judged: usize,
     /// The faults stopped before their phase's end, at a finding no cut
-    /// takes back (rule 6): scripted faults still to come are skipped.
+    /// takes back (rule 6), or stuck with faults on (rule 3's
+    /// `FaultsEnded`, from rule 8): scripted faults still to come are
+    /// skipped.
     pub(super) faults_stopped: bool,
 }
 
@@ -314,6 +316,9 @@ impl Simulator<'_> {
                     && let Some(since) = stuck_since(self.now, last, 0, window)
                 {
                     self.record(ActorId::SIM, Op::FaultsEnded { since, window });
+                    // From rule 8 scripted faults still to come are skipped
+                    // too: liveness is judged with every fault over.
+                    self.stall.faults_stopped = run.ending_rule >= 8;
                     self.quiet();
                 }
                 false
