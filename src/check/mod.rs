@@ -321,16 +321,16 @@ fn history_with_losses<'a>(
 /// is a fact no cut takes back, so it is judged in the fault phase of a run
 /// with power loss too (`Judge::Faults`).
 ///
+/// From rule 7, what recovery found after each cut so far
+/// (`durability::judge`: an acknowledged commit, mark or effect lost, a
+/// ghost effect, a failed `integrity_check`): a cut that is over is not
+/// taken back, so it is judged in the fault phase too (`Judge::Faults`).
+///
 /// From rule 8, I8's lease safety (`leases::judge`): a late
 /// acknowledgement that counted, a claim of a live lease or with a token
 /// that did not grow, each judged by what the trace fixed when it
 /// happened; two live leases by the true clock once no clock can step
 /// again (`Now::lease_margin`).
-///
-/// From rule 7, what recovery found after each cut so far
-/// (`durability::judge`: an acknowledged commit, mark or effect lost, a
-/// ghost effect, a failed `integrity_check`): a cut that is over is not
-/// taken back, so it is judged in the fault phase too (`Judge::Faults`).
 pub fn certain(
     events: &[TraceEvent],
     recoveries: &[crate::sim::Recovery],
