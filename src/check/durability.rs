@@ -152,20 +152,13 @@ pub fn judge(recoveries: &[crate::sim::Recovery], durable: Durable, history: &Hi
             }
         }
         let rows = snapshot.rows_by_id();
-        // Effects under near-miss keys are the prober's, never a command's.
-        let commands = snapshot
+        for effect in snapshot
             .effects
             .iter()
-            .filter(|effect| !history.near_misses.contains_key(effect.key.as_str()));
-        for effect in commands {
+            .filter(|effect| ghost(history, &rows, *cut_index, effect))
+        {
             let command = history.command_of(&effect.key);
-            // A restore before the cut took the row back while the receiver
-            // kept its effect: the row comes back when its event is decided
-            // again (judged after the run, `check::restores`).
-            let restored_away = history
-                .restores_between(0, *cut_index)
-                .any(|restored| !restored.outbox.iter().any(|row| row.command_id == command));
-            if !rows.contains_key(command) && !restored_away && reported.insert(format!("ghost {}", effect.effect_id)) {
+            if reported.insert(format!("ghost {}", effect.effect_id)) {
                 violations.push(
                     Violation::new(
                         Invariant::I4,
@@ -182,4 +175,42 @@ pub fn judge(recoveries: &[crate::sim::Recovery], durable: Durable, history: &Hi
         }
     }
     violations
+}
+
+/// Whether recovery after the cut at trace index `cut_index` left `effect`
+/// a ghost: its command's outbox row is not among `rows` (that recovery's),
+/// and no restore before the cut took the row back (the row comes back when
+/// its event is decided again: `check::restores`). Effects under near-miss
+/// keys are the prober's, never a command's.
+fn ghost(
+    history: &History<'_>,
+    rows: &std::collections::BTreeMap<&str, &crate::model::OutboxRow>,
+    cut_index: usize,
+    effect: &super::snapshot::Effect,
+) -> bool {
+    if history.near_misses.contains_key(effect.key.as_str()) {
+        return false;
+    }
+    let command = history.command_of(&effect.key);
+    !rows.contains_key(command)
+        && !history
+            .restores_between(0, cut_index)
+            .any(|restored| !restored.outbox.iter().any(|row| row.command_id == command))
+}
+
+/// Whether recovery after some cut left `effect` a ghost: `judge` reports
+/// it at that cut, so `effects` leaves it alone.
+pub fn ghost_at_a_cut(history: &History<'_>, effect: &super::snapshot::Effect) -> bool {
+    history
+        .recoveries
+        .iter()
+        .zip(&history.cuts)
+        .any(|(recovery, (cut_index, _, _))| {
+            recovery
+                .snapshot
+                .effects
+                .iter()
+                .any(|held| held.effect_id == effect.effect_id)
+                && ghost(history, &recovery.snapshot.rows_by_id(), *cut_index, effect)
+        })
 }

@@ -56,16 +56,6 @@ fn rolled_back(history: &History<'_>, command: &str) -> bool {
         })
 }
 
-/// Whether recovery after some cut held `effect` and not its command's
-/// outbox row: a ghost effect, which `durability` reports at that cut.
-fn ghost_at_a_cut(history: &History<'_>, effect: &Effect, command: &str) -> bool {
-    history.recoveries.iter().any(|recovery| {
-        let snapshot = &recovery.snapshot;
-        snapshot.effects.iter().any(|held| held.effect_id == effect.effect_id)
-            && !snapshot.outbox.iter().any(|row| row.command_id == command)
-    })
-}
-
 /// Whether the trace shows some command applied twice (under any of its
 /// keys, never a near miss's), one of them committed: where `certain`
 /// looks at the receiver's rows for I2 while the run goes. One rolled
@@ -112,7 +102,7 @@ pub fn check(events: &[TraceEvent], snapshot: &Snapshot, history: &History<'_>, 
             // the lost event again) cannot change that finding.
             for effect in effects
                 .iter()
-                .filter(|effect| !ghost_at_a_cut(history, effect, command))
+                .filter(|effect| !super::durability::ghost_at_a_cut(history, effect))
             {
                 violations.push(
                     Violation::new(
