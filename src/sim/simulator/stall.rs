@@ -120,19 +120,22 @@ impl Stall {
     }
 }
 
-/// Whether a finding whose evidence begins at `tick` leads whatever a cut
-/// still to come may reveal in `events`' run: a lost commit, a ghost
-/// effect or a second application, whose evidence begins at a commit that
-/// no cut has been through yet, or later. A commit that came through a cut
-/// is on disk, and stays there in WAL mode at `synchronous` NORMAL or
-/// stricter (SQLite syncs the WAL before it checkpoints and the database
-/// before it resets the WAL; a rollback journal at FULL), so its evidence
-/// would have shown at that cut. Below that, with a disk model that keeps
-/// some unsynced writes, a later cut might reveal an older loss. Under rule 6,
-/// only a finding before the run's first commit leads (a connection that
-/// opened weak at tick 0, not a commit left unsynced at tick 21); from rule
-/// 7, one before every commit since the last cut.
-fn leads(events: &[TraceEvent], tick: u64, rule: u32) -> bool {
+/// The tick of the earliest commit in `events` that no cut has been
+/// through yet (under rule 6: the run's first commit), if any.
+///
+/// A finding whose evidence begins before it leads whatever a cut still to
+/// come may reveal (`leads`): a lost commit, a ghost effect or a second
+/// application, whose evidence begins at such a commit, or later. A commit
+/// that came through a cut is on disk, and stays there in WAL mode at
+/// `synchronous` NORMAL or stricter (SQLite syncs the WAL before it
+/// checkpoints and the database before it resets the WAL; a rollback
+/// journal at FULL), so its evidence would have shown at that cut. Below
+/// that, with a disk model that keeps some unsynced writes, a later cut
+/// might reveal an older loss. Under rule 6, only a finding before the
+/// run's first commit leads (a connection that opened weak at tick 0, not
+/// a commit left unsynced at tick 21); from rule 7, one before every commit
+/// since the last cut.
+fn first_open_commit(events: &[TraceEvent], rule: u32) -> Option<u64> {
     let since = match rule {
         ..=6 => 0,
         _ => events
@@ -140,9 +143,17 @@ fn leads(events: &[TraceEvent], tick: u64, rule: u32) -> bool {
             .rposition(|event| matches!(event.op, Op::PowerCut { .. }))
             .unwrap_or(0),
     };
-    !events[since..]
+    events[since..]
         .iter()
-        .any(|event| matches!(event.op, Op::Commit { .. }) && event.tick <= tick)
+        .filter(|event| matches!(event.op, Op::Commit { .. }))
+        .map(|event| event.tick)
+        .min()
+}
+
+/// Whether a finding whose evidence begins at `tick` leads, given the run's
+/// `first_open_commit`.
+fn leads(first_open_commit: Option<u64>, tick: u64) -> bool {
+    first_open_commit.is_none_or(|first| tick < first)
 }
 
 /// At tick `now`, the last durable change at `last` and faults stopped at
@@ -282,12 +293,11 @@ impl Simulator<'_> {
         };
         let events = self.trace.events();
         let found = crate::check::certain(events, &self.recoveries, &self.restores, now, run.ending_rule);
-        if !found.iter().any(|finding| {
-            finding
-                .ticks
-                .first()
-                .is_some_and(|tick| leads(events, *tick, run.ending_rule))
-        }) {
+        let open = first_open_commit(events, run.ending_rule);
+        if !found
+            .iter()
+            .any(|finding| finding.ticks.first().is_some_and(|tick| leads(open, *tick)))
+        {
             return false;
         }
         self.stall.faults_stopped = true;
@@ -409,6 +419,7 @@ mod tests {
             },
         );
         let events = vec![commit(13), commit(21), cut, commit(450)];
+        let leads = |events: &[TraceEvent], tick, rule| leads(first_open_commit(events, rule), tick);
         // Rule 6: only before the run's first commit.
         assert!(leads(&events[..2], 12, 6));
         assert!(!leads(&events[..2], 13, 6));
