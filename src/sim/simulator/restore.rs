@@ -60,7 +60,7 @@ impl Simulator<'_> {
         }
         // On settings that promise durability a completed backup is synced;
         // on weaker ones, a cut since it completed may have torn it.
-        let durable = crate::check::Durable::promised(&self.scenario.sqlite.store_settings());
+        let durable = crate::check::Durable::of(self.scenario).store;
         let cuts = self.recoveries.len();
         let Some(&(from, _)) = self
             .backups_taken
