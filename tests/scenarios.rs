@@ -1,6 +1,8 @@
-//! Every shipped scenario passes at least 100 seeds against the store it
-//! names (the reference, or `group_commit` in `group_commit.toml`), and the
-//! group-commit store passes the reference's scenarios too.
+//! Every shipped scenario passes 50 seeds against the store it names (the
+//! reference, or `group_commit` in `group_commit.toml`), and the
+//! group-commit store passes the reference's scenarios too. Longer sweeps
+//! (1,000 seeds of each, in-process and outside) are the CLI's job; their
+//! results are in docs/performance.md.
 
 mod common;
 
@@ -9,7 +11,7 @@ use std::path::Path;
 use common::{load, root, work_dir};
 use crashsim::runner::{Options, Sut, run_seeds};
 
-const SEEDS: u64 = 100;
+const SEEDS: u64 = 50;
 
 /// The scenarios shipped in `scenarios/`; a new file must be added here.
 const SHIPPED: [&str; 13] = [
@@ -150,7 +152,7 @@ fn clocks() {
     passes("clocks");
 }
 
-/// The reference's backups hold: 100 seeds pass, with backups judged in
+/// The reference's backups hold: every seed passes, with backups judged in
 /// most, and power cuts falling inside some of them (a backup the cut
 /// interrupted never completes, and is not judged).
 #[test]
@@ -181,7 +183,7 @@ fn backups() {
     assert!(cut_inside > 0, "no power cut fell inside a backup in {SEEDS} seeds");
 }
 
-/// The reference survives restores: 100 seeds pass with two restores
+/// The reference survives restores: every seed passes with two restores
 /// each, which roll back what was made after their backup (no finding),
 /// while the workflows decide it again and complete.
 #[test]
