@@ -189,9 +189,16 @@ fn the_in_process_mutant_of_the_same_kind_is_caught() {
     assert!(text.contains("I2 one side effect per command_id"), "{text}");
     // crashsim runs the built-in store on its own SQLite: the statements
     // around the point come from there (the other receiver's from its first
-    // after the suspension, `BEGIN` included if it began later).
+    // after the suspension, `BEGIN` included if it began later). The call
+    // is overtaken between its lookup and its transaction: suspended in the
+    // lookup, or waiting for the lock at its `BEGIN IMMEDIATE`.
+    let suspended_in = [
+        ", in `SELECT digest, result FROM dedup WHERE key = ?1`)",
+        ", in `BEGIN IMMEDIATE`)",
+    ];
     assert!(
-        text.contains(", in `SELECT digest, result FROM dedup WHERE key = ?1`)")
+        text.contains("`handle` of it was suspended inside SQLite")
+            && suspended_in.iter().any(|statement| text.contains(statement))
             && text.contains("`INSERT INTO effects (effect_id, key, kind, payload, result)"),
         "{text}"
     );
