@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(Signal::from_number(0), None);
     }
 
-    // `install` and both signals are tested in tests/interrupt.rs, in a
+    // `install` and both signals are tested in tests/suite/interrupt.rs, in a
     // child process: installing handlers here would change what Ctrl-C does
     // to the whole unit-test binary.
 }

@@ -1,7 +1,7 @@
 """crashsim_adapter.vfs: loading crashsim's VFS extension through ctypes.
 
 Loading the real extension into each interpreter, and what it does there,
-is tested from crashsim's side (tests/power_outside.rs), which builds it;
+is tested from crashsim's side (tests/suite/power_outside.rs), which builds it;
 here, what the loader does without one and with a wrong one."""
 
 import os
