@@ -157,9 +157,22 @@ fn clean_up() -> (usize, usize) {
     }
     let dirs: Vec<PathBuf> = lock(&DIRS).values().cloned().collect();
     for dir in &dirs {
-        let _ = std::fs::remove_dir_all(dir);
+        remove_while_written(dir);
     }
     (groups.len(), dirs.len())
+}
+
+/// Removes `dir` although seeds still running may be creating files in it:
+/// `remove_dir_all` then finds a directory not empty at its last step, and
+/// is tried again (a second signal once left a seed's databases behind).
+/// Once `dir` itself is gone nothing can be created in it.
+fn remove_while_written(dir: &std::path::Path) {
+    for _ in 0..1_000 {
+        match std::fs::remove_dir_all(dir) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Registered directories and process groups, by guard id: two guards of the
