@@ -76,14 +76,18 @@ fn dead(pid: u32) -> bool {
     }
 }
 
+/// `signalled_child` as the harness names it: by its path in this binary,
+/// wherever this file is a module of.
+fn child_test() -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::signalled_child"),
+        None => "signalled_child".to_string(),
+    }
+}
+
 fn run_child(root: &Path) -> std::process::Output {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "interrupt::signalled_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args([&child_test(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
